@@ -1,0 +1,229 @@
+"""Header parser: Ethernet / [outer IPv6 / [SRH]] / IPv6 / UDP / BTH fields of every frame."""
+
+
+
+from amaranth import Module, Signal
+from amaranth.lib import enum
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from mrcnic import wire
+
+from .headers import field_value, header_layout, header_view
+from .stream import PacketStream, check_width, keep_count
+
+__all__ = ["ParseError", "HeaderParser", "parsed_layout", "window_bytes"]
+
+
+class ParseError(enum.Enum, shape=4):
+    """Why a frame is malformed; the first rule broken, in this order of checking."""
+    NONE = 0
+    OVERSIZE = 1       # longer than max_frame bytes
+    TRUNCATED = 2      # ends before the headers it announces
+    ETHERTYPE = 3      # not IPv6
+    IP_VERSION = 4     # an IPv6 header whose version is not 6
+    NOT_UDP = 5        # no UDP where it must be (or an unknown next header after Ethernet/IPv6)
+    SRH_MALFORMED = 6  # routing type not 4, lengths inconsistent, segments_left > last_entry,
+                       # next header not IPv6, or more segments than max_segments
+    NOT_ROCE = 7       # UDP destination port is not 4791
+    LENGTH = 8         # an IPv6 payload length or the UDP length disagrees with the frame
+
+
+def window_bytes(max_segments):
+    """Bytes of a frame the parser must see: the longest header stack it accepts."""
+    return (wire.ETHERNET.length + wire.IPV6.length + wire.SRH.length + 16 * max_segments
+            + wire.IPV6.length + wire.UDP.length + wire.BTH.length)
+
+
+def parsed_layout():
+    """What the parser reports for each frame."""
+    return data.StructLayout({
+        "error": ParseError,
+        "outer_present": 1,
+        "srh_present": 1,
+        "frame_length": 16,
+        "eth": header_layout(wire.ETHERNET),
+        "outer": header_layout(wire.IPV6),
+        "srh": header_layout(wire.SRH),
+        "ip": header_layout(wire.IPV6),
+        "udp": header_layout(wire.UDP),
+        "bth": header_layout(wire.BTH),
+    })
+
+
+class HeaderParser(wiring.Component):
+    """Parses the header stack of each frame while passing the frame on unchanged.
+
+    Enters: frames as the MAC delivers them, plain RoCEv2 or SRv6-encapsulated (outer IPv6 with
+    next header 41, or 43 with an SRH of up to ``max_segments`` segments). Leaves: the same beats
+    on ``o``, and on ``meta`` one record per frame, when its last beat passes, with every field
+    of the stack and the first rule the frame broke (:class:`ParseError`). Fields of headers the
+    frame does not have are zero. One beat a cycle; a frame's last beat waits only while the
+    previous record is still unread.
+
+    Parameters
+    ----------
+    width : data width in bits.
+    max_segments : the longest SRH segment list accepted.
+    max_frame : frames longer than this many bytes are OVERSIZE.
+
+    Attributes
+    ----------
+    i : In(PacketStream(width))
+    o : Out(PacketStream(width))
+    meta : Out(stream.Signature(parsed_layout()))
+    frames, errors : Out(32), frames parsed and frames found malformed (wrap).
+    last_error : Out(ParseError), the reason of the latest malformed frame.
+    """
+
+    def __init__(self, width=64, max_segments=4, max_frame=9600):
+        self._width = check_width(width)
+        if not isinstance(max_segments, int) or not 1 <= max_segments <= 16:
+            raise ValueError(f"max_segments must be an integer from 1 to 16, not {max_segments!r}")
+        if not isinstance(max_frame, int) or not 64 <= max_frame < 1 << 16:
+            raise ValueError(f"max_frame must be an integer from 64 to 65535, not {max_frame!r}")
+        self._max_segments = max_segments
+        self._max_frame = max_frame
+        super().__init__({
+            "i": In(PacketStream(width)), "o": Out(PacketStream(width)),
+            "meta": Out(stream.Signature(parsed_layout())),
+            "frames": Out(32), "errors": Out(32), "last_error": Out(ParseError),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        L = self._width // 8
+        K = self._max_segments
+        N = window_bytes(K)
+        win_beats = -(-N // L)
+
+        ETH, IP, SRH, UDP, BTH = wire.ETHERNET, wire.IPV6, wire.SRH, wire.UDP, wire.BTH
+        OUTER = ETH.length                      # the first IPv6 header
+        SRH_AT = OUTER + IP.length
+        STACK = IP.length + UDP.length + BTH.length   # inner IPv6 .. BTH
+
+        window = Signal(8 * N)
+        beat = Signal(range(win_beats + 1))
+        length = Signal(16)                     # bytes before the current beat, saturating
+
+        # The window as it stands with the current beat in it; bytes past the frame's end read
+        # as zero, never as a previous frame's.
+        cur = Signal(8 * N)
+        for b in range(win_beats):
+            lo, hi = b * L, min(N, (b + 1) * L)
+            with m.If(beat > b):
+                m.d.comb += cur[8 * lo:8 * hi].eq(window[8 * lo:8 * hi])
+            with m.Elif(beat == b):
+                for lane in range(hi - lo):
+                    with m.If(self.i.payload.keep[lane]):
+                        m.d.comb += cur.word_select(lo + lane, 8).eq(
+                            self.i.payload.data.word_select(lane, 8))
+
+        total = Signal(17)
+        m.d.comb += total.eq(length + keep_count(m, self.i.payload.keep))
+
+        # Where the inner IPv6 header starts: sel 0 plain, 1 outer IPv6, 2 + k outer + SRH of k.
+        nh0 = field_value(cur, IP, "next_header", OUTER)
+        srh = header_view(cur, SRH, SRH_AT)
+        segs = Signal(range(K + 1))
+        m.d.comb += segs.eq(srh.hdr_ext_len >> 1)
+        bases = [OUTER, SRH_AT] + [SRH_AT + SRH.length + 16 * k for k in range(K + 1)]
+        sel = Signal(range(len(bases)))
+        with m.If(nh0 == wire.IPPROTO_IPV6):
+            m.d.comb += sel.eq(1)
+        with m.Elif(nh0 == wire.IPPROTO_ROUTING):
+            m.d.comb += sel.eq(2 + segs)
+        inner = Signal(8 * STACK)
+        base = Signal(range(bases[-1] + 1))
+        with m.Switch(sel):
+            for c, off in enumerate(bases):
+                with m.Case(c):
+                    m.d.comb += [inner.eq(cur[8 * off:8 * (off + STACK)]), base.eq(off)]
+
+        eth = header_view(cur, ETH, 0)
+        outer = header_view(cur, IP, OUTER)
+        ip = header_view(inner, IP, 0)
+        udp = header_view(inner, UDP, IP.length)
+        bth = header_view(inner, BTH, IP.length + UDP.length)
+        is_outer = nh0 == wire.IPPROTO_IPV6
+        is_srh = nh0 == wire.IPPROTO_ROUTING
+
+        error = Signal(ParseError)
+        srh_bad = ((srh.routing_type != wire.SRH_ROUTING_TYPE) | srh.hdr_ext_len[0]
+                   | ((srh.hdr_ext_len >> 1) > K) | (srh.last_entry + 1 != srh.hdr_ext_len >> 1)
+                   | (srh.segments_left > srh.last_entry)
+                   | (srh.next_header != wire.IPPROTO_IPV6))
+        with m.If(total > self._max_frame):
+            m.d.comb += error.eq(ParseError.OVERSIZE)
+        with m.Elif(total < OUTER + IP.length):
+            m.d.comb += error.eq(ParseError.TRUNCATED)
+        with m.Elif(eth.ethertype != wire.ETHERTYPE_IPV6):
+            m.d.comb += error.eq(ParseError.ETHERTYPE)
+        with m.Elif(outer.version != 6):
+            m.d.comb += error.eq(ParseError.IP_VERSION)
+        with m.Elif((nh0 != wire.IPPROTO_UDP) & ~is_outer & ~is_srh):
+            m.d.comb += error.eq(ParseError.NOT_UDP)
+        with m.Elif(is_srh & (total < SRH_AT + SRH.length)):
+            m.d.comb += error.eq(ParseError.TRUNCATED)
+        with m.Elif(is_srh & srh_bad):
+            m.d.comb += error.eq(ParseError.SRH_MALFORMED)
+        with m.Elif(total < base + STACK):
+            m.d.comb += error.eq(ParseError.TRUNCATED)
+        with m.Elif(ip.version != 6):
+            m.d.comb += error.eq(ParseError.IP_VERSION)
+        with m.Elif(ip.next_header != wire.IPPROTO_UDP):
+            m.d.comb += error.eq(ParseError.NOT_UDP)
+        with m.Elif(udp.dport != wire.ROCE_UDP_PORT):
+            m.d.comb += error.eq(ParseError.NOT_ROCE)
+        with m.Elif((ip.payload_length != total - base - IP.length)
+                    | (udp.length != ip.payload_length)
+                    | ((is_outer | is_srh) & (outer.payload_length != total - SRH_AT))):
+            m.d.comb += error.eq(ParseError.LENGTH)
+
+        # The record. A malformed frame reports only its length, Ethernet header and reason; a
+        # good one every header it has, absent ones zero.
+        plain = ~is_outer & ~is_srh
+        record = Signal(parsed_layout())
+        m.d.comb += [
+            record.error.eq(error),
+            record.frame_length.eq(total),
+            record.eth.eq(eth),
+        ]
+        with m.If(error == ParseError.NONE):
+            m.d.comb += [
+                record.outer_present.eq(~plain),
+                record.srh_present.eq(is_srh),
+                record.ip.eq(ip), record.udp.eq(udp), record.bth.eq(bth),
+            ]
+            with m.If(~plain):
+                m.d.comb += record.outer.eq(outer)
+            with m.If(is_srh):
+                m.d.comb += record.srh.eq(srh)
+
+        # Handshakes: data flows straight through; the last beat also needs room for the record.
+        room = ~self.meta.valid | self.meta.ready
+        m.d.comb += [
+            self.o.payload.eq(self.i.payload),
+            self.o.valid.eq(self.i.valid & (~self.i.payload.last | room)),
+            self.i.ready.eq(self.o.ready & (~self.i.payload.last | room)),
+        ]
+        with m.If(self.meta.valid & self.meta.ready):
+            m.d.sync += self.meta.valid.eq(0)
+
+        with m.If(self.i.valid & self.i.ready):
+            with m.If(self.i.payload.last):
+                m.d.sync += [
+                    self.meta.payload.eq(record), self.meta.valid.eq(1),
+                    beat.eq(0), length.eq(0), self.frames.eq(self.frames + 1),
+                ]
+                with m.If(error != ParseError.NONE):
+                    m.d.sync += [self.errors.eq(self.errors + 1), self.last_error.eq(error)]
+            with m.Else():
+                m.d.sync += window.eq(cur)
+                with m.If(beat != win_beats):
+                    m.d.sync += beat.eq(beat + 1)
+                with m.If(length < (1 << 16) - L):
+                    m.d.sync += length.eq(length + L)
+                with m.Else():
+                    m.d.sync += length.eq((1 << 16) - 1)
+        return m

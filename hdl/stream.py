@@ -1,0 +1,93 @@
+"""The packet stream every block speaks, and the small stream helpers they share.
+
+A packet stream carries a frame as beats of ``width`` bits: byte lane 0 (``data[0:8]``) is the
+first byte on the wire; ``keep`` has one bit per lane, all ones except on the last beat, where it
+is a contiguous run from lane 0 with at least one bit set; ``last`` marks a frame's final beat.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["check_width", "packet_layout", "PacketStream", "PacketRegSlice", "PacketFIFO",
+           "keep_count"]
+
+
+def check_width(width):
+    if not isinstance(width, int) or width < 64 or width & (width - 1):
+        raise ValueError(f"data width must be a power of two of at least 64 bits, not {width!r}")
+    return width
+
+
+def packet_layout(width):
+    check_width(width)
+    return data.StructLayout({"data": width, "keep": width // 8, "last": 1})
+
+
+def PacketStream(width):
+    """``stream.Signature`` of a packet stream ``width`` bits wide."""
+    return stream.Signature(packet_layout(width))
+
+
+def keep_count(m, keep):
+    """The number of bytes a beat holds, for a ``keep`` that is a contiguous run from lane 0."""
+    count = Signal(range(len(keep) + 1))
+    for n in range(1, len(keep) + 1):
+        with m.If(keep == (1 << n) - 1):
+            m.d.comb += count.eq(n)
+    return count
+
+
+class PacketRegSlice(wiring.Component):
+    """Registers a packet stream in both directions (valid/payload and ready) without losing a
+    cycle: a two-entry skid buffer, so long paths can be cut anywhere at full rate.
+
+    Parameters
+    ----------
+    width : data width in bits.
+    """
+
+    def __init__(self, width=64):
+        self._width = check_width(width)
+        super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width))})
+
+    @property
+    def width(self):
+        return self._width
+
+    def elaborate(self, platform):
+        m = Module()
+        skid = Signal(packet_layout(self._width))
+        skid_valid = Signal()
+        m.d.comb += self.i.ready.eq(~skid_valid)
+        with m.If(self.o.ready | ~self.o.valid):
+            with m.If(skid_valid):
+                m.d.sync += [self.o.payload.eq(skid), self.o.valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(self.i.valid)]
+        with m.Elif(self.i.valid & self.i.ready):
+            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+        return m
+
+
+class PacketFIFO(wiring.Component):
+    """A synchronous FIFO of packet beats in block RAM (``depth`` beats)."""
+
+    def __init__(self, width=64, depth=512):
+        self._width = check_width(width)
+        if not isinstance(depth, int) or depth < 2:
+            raise ValueError(f"FIFO depth must be an integer of at least 2, not {depth!r}")
+        self._depth = depth
+        super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
+                          "level": Out(range(depth + 1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = f = fifo.SyncFIFOBuffered(
+            width=packet_layout(self._width).size, depth=self._depth)
+        m.d.comb += [
+            f.w_data.eq(self.i.payload), f.w_en.eq(self.i.valid), self.i.ready.eq(f.w_rdy),
+            self.o.payload.eq(f.r_data), self.o.valid.eq(f.r_rdy), f.r_en.eq(self.o.ready),
+            self.level.eq(f.level),
+        ]
+        return m
