@@ -74,7 +74,8 @@ class PcapTap:
         self.monitor = AxiStreamMonitor(AxiStreamBus.from_prefix(dut, prefix), dut.clk, dut.rst)
         self.monitor.log.setLevel("WARNING")
         self.path = run_dir() / f"{name or prefix}.pcap"
-        self.writer = PcapWriter(str(self.path), linktype=1, sync=False)
+        self.writer = PcapWriter(str(self.path), linktype=1, sync=True)  # readable even if the test fails
+        self.writer.write_header(None)   # write_packet (raw bytes) does not write it itself
         self.frames = 0
         cocotb.start_soon(self._run())
 
