@@ -2,7 +2,6 @@
 
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-
 from mrcnic.regmap import ADDR_WIDTH
 
 __all__ = ["CSRBus"]

@@ -3,10 +3,8 @@
 
 
 from amaranth import Module, Signal
-from amaranth.lib import enum
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
-
 from mrcnic import wire
 
 from .headers import field_value, header_layout, header_view
@@ -137,7 +135,8 @@ class HeaderParser(wiring.Component):
         base = Signal(range(bases[-1] + 1))
         with m.Switch(sel):
             for c, off in enumerate(bases):
-                with m.Case(c):
+                # The last case as Default: sel never exceeds it, and the case is then complete.
+                with (m.Case(c) if c < len(bases) - 1 else m.Default()):
                     m.d.comb += [inner.eq(cur[8 * off:8 * (off + STACK)]), base.eq(off)]
 
         eth = header_view(cur, ETH, 0)

@@ -53,6 +53,8 @@ class IcrcInserter(wiring.Component):
 
         # Bytes in the held last beat (keep is a contiguous run from lane 0).
         count = keep_count(m, held.keep)
+        sent = Signal(range(L + 1))       # free lanes of the last beat: ICRC bytes sent in it
+        m.d.comb += sent.eq(L - count)
         overflow = held.last & ~tail & (count > L - 4)
 
         # Output: the held beat, the ICRC merged in after its last byte.
@@ -77,15 +79,12 @@ class IcrcInserter(wiring.Component):
 
         with m.If(held_valid & self.o.ready):
             with m.If(overflow):
-                # Turn the held beat into the extra beat with the ICRC bytes that did not fit.
-                with m.Switch(count):
-                    for n in range(L - 3, L + 1):
-                        with m.Case(n):
-                            rest = 4 - (L - n)
-                            m.d.sync += [
-                                held.data.eq(held_icrc[8 * (L - n):]),
-                                held.keep.eq((1 << rest) - 1),
-                            ]
+                # Turn the held beat into the extra beat with the ICRC bytes that did not fit:
+                # count > L - 4 here, so L - count of them went out already.
+                m.d.sync += [
+                    held.data.eq(held_icrc >> (sent * 8)),
+                    held.keep.eq(0xF >> sent),
+                ]
                 m.d.sync += tail.eq(1)
             with m.Else():
                 m.d.sync += [held_valid.eq(0), tail.eq(0)]

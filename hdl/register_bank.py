@@ -1,9 +1,8 @@
 """Register bank: every register of :mod:`mrcnic.regmap`, on the CSR bus."""
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-
 from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access
 
 from .csr_bus import CSRBus
@@ -55,7 +54,6 @@ class RegisterBank(wiring.Component):
         refused = Signal()
 
         with m.If(bus.r_stb):
-            m.d.sync += bus.r_data.eq(0)
             with m.Switch(bus.addr):
                 for r in self._registers:
                     with m.Case(r.offset):
@@ -67,25 +65,21 @@ class RegisterBank(wiring.Component):
                             value = getattr(self, r.port)
                         m.d.sync += bus.r_data.eq(value)
                 with m.Default():
+                    m.d.sync += bus.r_data.eq(0)
                     m.d.comb += refused.eq(1)
 
-        with m.If(bus.w_stb):
-            with m.Switch(bus.addr):
-                for r in self._registers:
-                    with m.Case(r.offset):
-                        if r.access is Access.RW:
-                            port = getattr(self, r.port)
-                            if r.width < 32:
-                                with m.If(bus.w_data[r.width:] != 0):
-                                    m.d.comb += refused.eq(1)
-                                with m.Else():
-                                    m.d.sync += port.eq(bus.w_data[:r.width])
-                            else:
-                                m.d.sync += port.eq(bus.w_data)
-                        else:
-                            m.d.comb += refused.eq(1)
-                with m.Default():
-                    m.d.comb += refused.eq(1)
+        # A write lands only on an RW register and only when the value fits its width.
+        written = []
+        for r in self._registers:
+            if r.access is Access.RW:
+                fits = (bus.w_data[r.width:] == 0) if r.width < 32 else 1
+                hit = Signal(name=f"write_{r.port}")
+                m.d.comb += hit.eq(bus.w_stb & (bus.addr == r.offset) & fits)
+                with m.If(hit):
+                    m.d.sync += getattr(self, r.port).eq(bus.w_data[:r.width])
+                written.append(hit)
+        with m.If(bus.w_stb & ~Cat(*written).any()):
+            m.d.comb += refused.eq(1)
 
         with m.If(refused):
             m.d.sync += bus_errors.eq(bus_errors + 1)

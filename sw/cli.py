@@ -50,8 +50,10 @@ def _cmd_decode(args) -> int:
     from scapy.layers.l2 import Ether
     from scapy.utils import PcapReader
 
-    from . import icrc
-    from . import layers  # noqa: F401  (binds the MRC layers into scapy)
+    from . import (
+        icrc,
+        layers,  # noqa: F401  (binds the MRC layers into scapy)
+    )
 
     try:
         reader = PcapReader(args.pcap)

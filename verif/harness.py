@@ -151,7 +151,8 @@ def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "r
     try:
         total, failed = get_results(results)
     except Exception as e:   # no results file: the simulator died
-        raise SimulationFailed(f"{test_module} on {b.name} produced no results ({e}):\n{tail()}")
+        raise SimulationFailed(
+            f"{test_module} on {b.name} produced no results ({e}):\n{tail()}") from None
     if total == 0:
         raise SimulationFailed(f"{test_module} on {b.name}: no cocotb test ran\n{tail()}")
     if failed:

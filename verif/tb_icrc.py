@@ -5,11 +5,10 @@ import random
 
 import cocotb
 from cocotb.triggers import ClockCycles
-from scapy.compat import raw
-
 from mrcnic import icrc, wire
 from mrcnic.verif.packets import assert_frames_equal, random_mrc
 from mrcnic.verif.tbkit import PcapTap, last_user, params, setup, sink, source
+from scapy.compat import raw
 
 
 def _traffic(p):

@@ -11,9 +11,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamMonitor, AxiStreamSink, AxiStreamSource
-from scapy.utils import PcapWriter
-
 from mrcnic.verif.harness import tb_params
+from scapy.utils import PcapWriter
 
 __all__ = ["params", "setup", "pauses", "source", "sink", "PcapTap", "run_dir", "CsrBus",
            "last_user", "CLOCK_NS"]

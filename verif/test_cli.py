@@ -5,11 +5,10 @@ import random
 import subprocess
 import sys
 
-from scapy.compat import raw
-from scapy.utils import wrpcap
-
 from mrcnic import regmap
 from mrcnic.verif.packets import random_mrc
+from scapy.compat import raw
+from scapy.utils import wrpcap
 
 
 def mrcnic(*args):

@@ -1,7 +1,6 @@
 """The header parser under Verilator at 64 and 512 bits, 1000+ frames each."""
 
 import pytest
-
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.verif import harness
 from mrcnic.verif.toplevel import AxisTop

@@ -3,24 +3,24 @@
 import random
 
 import pytest
-from scapy.compat import raw
-from scapy.layers.inet import UDP
-from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
-
 from mrcnic import icrc
 from mrcnic import layers as L
 from mrcnic.evmap import EvLayout, UsidTemplate
 from mrcnic.hdl.crc32 import CRC_GOOD_RESIDUE, ICRC_SEED, crc32_python
 from mrcnic.verif.packets import encapsulate, random_mrc
+from scapy.compat import raw
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
 
 
 def test_matches_scapy_contrib_roce_on_plain_rocev2():
     roce = pytest.importorskip("scapy.contrib.roce")
     rng = random.Random(11)
     for _ in range(300):
-        pkt = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IPv6(src="fd00::1", dst="fd00::2", tc=rng.getrandbits(8),
-                              fl=rng.getrandbits(20), hlim=rng.randint(1, 255))
+        pkt = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+               / IPv6(src="fd00::1", dst="fd00::2", tc=rng.getrandbits(8),
+                      fl=rng.getrandbits(20), hlim=rng.randint(1, 255))
                / UDP(sport=rng.getrandbits(16), dport=4791)
                / roce.BTH(opcode=rng.choice([0x0A, 0x06, 0x11]), dqpn=rng.getrandbits(24),
                           psn=rng.getrandbits(24), fecn=rng.getrandbits(1))

@@ -1,7 +1,6 @@
 """The ICRC blocks under Verilator, at 64 and 512 bits, against 1000+ scapy packets each."""
 
 import pytest
-
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.verif import harness

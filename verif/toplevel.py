@@ -8,7 +8,7 @@ as a whole. Plain ports keep their names (``__`` between the levels of nested in
 """
 
 from amaranth import Cat, Elaboratable, Module, Shape, Signal, Value
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import Flow
 
 __all__ = ["AxisTop", "user_fields"]
