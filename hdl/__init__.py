@@ -1,0 +1,1 @@
+"""mrcnic gateware: Amaranth components, one a file, each named for what it does."""

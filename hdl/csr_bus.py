@@ -2,6 +2,7 @@
 
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
 from mrcnic.regmap import ADDR_WIDTH
 
 __all__ = ["CSRBus"]

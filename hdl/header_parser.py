@@ -5,6 +5,7 @@
 from amaranth import Module, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
+
 from mrcnic import wire
 
 from .headers import field_value, header_layout, header_view

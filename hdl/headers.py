@@ -7,6 +7,7 @@ every offset comes from the wire table.
 
 from amaranth import Cat, Const, Value
 from amaranth.lib import data
+
 from mrcnic import wire
 
 __all__ = ["header_layout", "field_value", "header_view", "header_bytes"]

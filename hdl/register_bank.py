@@ -3,6 +3,7 @@
 from amaranth import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
 from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access
 
 from .csr_bus import CSRBus

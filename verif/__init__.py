@@ -1,0 +1,1 @@
+"""mrcnic verification: the cocotb + Verilator harness, testbenches, reference models, demo."""

@@ -170,7 +170,7 @@ def main(argv=None) -> int:
     print(f"  packets                {len(packets)} sent, {len(delivered)} delivered, "
           f"{len(lost)} lost")
     print(f"  TX ICRC (gateware)     {icrc_match}/{len(packets)} equal to scapy's packet")
-    print(f"  RX parse (gateware)    " + ", ".join(f"{k} {v}" for k, v in parse_errors.items()))
+    print("  RX parse (gateware)    " + ", ".join(f"{k} {v}" for k, v in parse_errors.items()))
     print(f"  RX ICRC (gateware)     {sum(c['user'] for c in checked)}/{len(checked)} correct")
     print(f"  placed                 {len(placed)} packets; {good_bytes}/{len(packets)} MTU "
           f"segments of memory byte-exact")

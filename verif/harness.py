@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -53,11 +54,15 @@ def verilator_env():
         os.environ["PATH"] = vbin + os.pathsep + os.environ.get("PATH", "")
 
 
-def _sources_hash() -> str:
+def _sources_hash(component) -> str:
     h = hashlib.sha256()
-    # The gateware, and the single sources it reads (wire format, ICRC rules, registers, EVs).
+    # The gateware, the single sources it reads (wire format, ICRC rules, registers, EVs), the
+    # simulation top-level, and the file of the component itself (a test fixture may live in
+    # verif/).
     single = [ROOT / "sw" / f for f in ("wire.py", "icrc.py", "regmap.py", "evmap.py")]
-    for p in sorted(HDL.rglob("*.py")) + single + [Path(__file__).with_name("toplevel.py")]:
+    inner = getattr(component, "component", component)
+    own = [Path(inspect.getsourcefile(type(inner)))]
+    for p in sorted(HDL.rglob("*.py")) + single + [Path(__file__).with_name("toplevel.py")] + own:
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:12]
@@ -102,7 +107,8 @@ def build(factory, params: dict, name: str) -> Build:
     """Elaborates ``factory(**params)``, converts it and builds it (or reuses the cached build)."""
     verilator_env()
     waves = waves_enabled()
-    key = hashlib.sha256(json.dumps([name, params, waves, _sources_hash()], sort_keys=True)
+    component = factory(**params)   # construction is cheap; elaboration happens on conversion
+    key = hashlib.sha256(json.dumps([name, params, waves, _sources_hash(component)], sort_keys=True)
                          .encode()).hexdigest()[:12]
     directory = BUILD / "sim" / f"{name}-{key}"
     directory.mkdir(parents=True, exist_ok=True)
@@ -112,7 +118,6 @@ def build(factory, params: dict, name: str) -> Build:
         if stamp.exists():
             return Build(name, directory, name, 0.0, True)
         t0 = time.monotonic()
-        component = factory(**params)
         ports = getattr(component, "ports", None)
         src = directory / f"{name}.v"
         src.write_text(verilog.convert(component, name=name, ports=ports, emit_src=False))

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from amaranth.back import verilog
+
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import random
 
-from mrcnic import layers as L
-from mrcnic import wire
-from mrcnic.evmap import EvLayout, UsidTemplate, ev_split, format_addr
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
+
+from mrcnic import layers as L
+from mrcnic import wire
+from mrcnic.evmap import EvLayout, UsidTemplate, ev_split, format_addr
 
 __all__ = ["random_mrc", "encapsulate", "packet_diff", "assert_frames_equal"]
 

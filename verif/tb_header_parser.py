@@ -5,12 +5,13 @@ import random
 
 import cocotb
 from cocotb.triggers import ClockCycles
+from scapy.compat import raw
+
 from mrcnic.evmap import EvLayout, UsidTemplate
 from mrcnic.hdl.header_parser import ParseError, parsed_layout
 from mrcnic.verif.packets import encapsulate, random_mrc
 from mrcnic.verif.parser_model import decode, parse
 from mrcnic.verif.tbkit import PcapTap, params, setup, sink, source
-from scapy.compat import raw
 
 LAYOUT = EvLayout(planes=2, spines=4)
 

@@ -5,10 +5,11 @@ import random
 
 import cocotb
 from cocotb.triggers import ClockCycles
+from scapy.compat import raw
+
 from mrcnic import icrc, wire
 from mrcnic.verif.packets import assert_frames_equal, random_mrc
-from mrcnic.verif.tbkit import PcapTap, last_user, params, setup, sink, source
-from scapy.compat import raw
+from mrcnic.verif.tbkit import PcapTap, last_user, params, recv_packet, setup, sink, source
 
 
 def _traffic(p):
@@ -28,8 +29,8 @@ async def inserter_appends_the_icrc_scapy_computes(dut):
     for f in frames:
         await src.send(f[:-4])
     for n, f in enumerate(frames):
-        got = await snk.recv()
-        assert_frames_equal(f, bytes(got.tdata), f"frame {n} of {len(frames)}")
+        got = await recv_packet(snk)
+        assert_frames_equal(f, raw(got), f"frame {n} of {len(frames)}")
     await ClockCycles(dut.clk, 2)
     assert int(dut.frames.value) == len(frames)
     for t in taps:

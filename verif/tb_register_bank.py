@@ -3,6 +3,7 @@
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles
+
 from mrcnic.regclient import AsyncRegisterClient, RegisterError
 from mrcnic.regmap import MRCNIC_ID, MRCNIC_VERSION, REGISTERS, Access
 from mrcnic.verif.tbkit import CsrBus, params, setup

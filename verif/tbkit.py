@@ -11,11 +11,12 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamMonitor, AxiStreamSink, AxiStreamSource
-from mrcnic.verif.harness import tb_params
 from scapy.utils import PcapWriter
 
+from mrcnic.verif.harness import tb_params
+
 __all__ = ["params", "setup", "pauses", "source", "sink", "PcapTap", "run_dir", "CsrBus",
-           "last_user", "CLOCK_NS"]
+           "last_user", "recv_packet", "CLOCK_NS"]
 
 CLOCK_NS = 4   # 250 MHz: the figure timestamps in pcaps and benches are given in
 
@@ -57,6 +58,14 @@ def sink(dut, prefix, rng=None, backpressure=0.0):
     if rng is not None and backpressure > 0:
         snk.set_pause_generator(pauses(rng, backpressure))
     return snk
+
+
+async def recv_packet(snk):
+    """The next frame a sink collects, dissected by scapy (MRC layers bound)."""
+    from scapy.layers.l2 import Ether
+
+    from mrcnic import layers  # noqa: F401
+    return Ether(bytes((await snk.recv()).tdata))
 
 
 def last_user(frame) -> int:

@@ -5,10 +5,11 @@ import random
 import subprocess
 import sys
 
-from mrcnic import regmap
-from mrcnic.verif.packets import random_mrc
 from scapy.compat import raw
 from scapy.utils import wrpcap
+
+from mrcnic import regmap
+from mrcnic.verif.packets import random_mrc
 
 
 def mrcnic(*args):

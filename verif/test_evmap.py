@@ -1,6 +1,7 @@
 """EV -> uSID carrier: the MRC-REFERENCE example, and the SRH form of longer paths."""
 
 import pytest
+
 from mrcnic.evmap import EvLayout, UsidTemplate, ev_join, ev_split, format_addr
 
 # 2 planes, 2 spines, host0 -> host2 (MRC-REFERENCE "SRv6 uSID mode" example).

@@ -3,15 +3,16 @@
 import random
 
 import pytest
+from scapy.compat import raw
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
 from mrcnic import icrc
 from mrcnic import layers as L
 from mrcnic.evmap import EvLayout, UsidTemplate
 from mrcnic.hdl.crc32 import CRC_GOOD_RESIDUE, ICRC_SEED, crc32_python
 from mrcnic.verif.packets import encapsulate, random_mrc
-from scapy.compat import raw
-from scapy.layers.inet import UDP
-from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
 
 
 def test_matches_scapy_contrib_roce_on_plain_rocev2():

@@ -1,6 +1,7 @@
 """The register map: generated docs are current, the client refuses bad accesses."""
 
 import pytest
+
 from mrcnic import docgen, regmap
 from mrcnic.regclient import RegisterClient, RegisterError
 

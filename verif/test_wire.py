@@ -4,10 +4,11 @@ the right fields and build them back byte-exact, and the HDL extractor must agre
 import pytest
 from amaranth import Const, Module
 from amaranth.sim import Simulator
+from scapy.compat import raw
+
 from mrcnic import layers as L
 from mrcnic import wire
 from mrcnic.hdl.headers import field_value, header_bytes
-from scapy.compat import raw
 
 # Bytes written from MRC-REFERENCE's tables, every field a distinct non-zero value.
 HAND = {
@@ -116,9 +117,10 @@ def test_standard_headers_agree_with_scapy():
 def test_whole_packet_dissects_from_ether():
     import random
 
+    from scapy.layers.l2 import Ether
+
     from mrcnic.evmap import EvLayout, UsidTemplate
     from mrcnic.verif.packets import encapsulate, random_mrc
-    from scapy.layers.l2 import Ether
     rng = random.Random(3)
     seen = set()
     for _ in range(200):

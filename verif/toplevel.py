@@ -7,7 +7,7 @@ any others (in layout order) concatenated -> tuser; a payload that is not a pack
 as a whole. Plain ports keep their names (``__`` between the levels of nested interfaces).
 """
 
-from amaranth import Cat, Elaboratable, Module, Shape, Signal, Value
+from amaranth import Cat, ClockDomain, Elaboratable, Module, Shape, Signal, Value
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import Flow
 
@@ -31,7 +31,10 @@ def user_fields(layout):
 class AxisTop(Elaboratable):
     def __init__(self, component):
         self.component = component
-        self.ports = []
+        # The clock and reset are always ports, even of a purely combinational component: the
+        # testbench drives them and its models sample on them.
+        self.clk, self.rst = Signal(name="clk"), Signal(name="rst")
+        self.ports = [self.clk, self.rst]
         self._stmts = []
         for name, member in component.signature.members.items():
             self._bind([name], member, getattr(component, name), False)
@@ -82,6 +85,8 @@ class AxisTop(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
+        m.domains.sync = sync = ClockDomain("sync")
+        m.d.comb += [sync.clk.eq(self.clk), sync.rst.eq(self.rst)]
         m.submodules.dut = self.component
         m.d.comb += self._stmts
         return m
