@@ -42,9 +42,16 @@ def _malformed(rng, max_payload, max_frame):
     """A frame that breaks one rule, and the reason the parser must give."""
     frame, kind = _good(rng, max_payload)
     inner = {"plain": 14, "outer": 54}.get(kind, 62 + 16 * (frame[55] // 2) if kind == "srh" else 0)
-    cases = ["truncated", "ethertype", "version", "not_udp", "not_roce", "length", "oversize"]
+    cases = ["truncated", "ethertype", "version", "not_udp", "not_roce", "length", "oversize",
+             "ip_len", "udp_len"]
+    if kind != "plain":
+        cases += ["outer_len"]
     if kind == "srh":
         cases += ["srh_type", "srh_left", "srh_len", "srh_nh"]
+
+    def bump(off):   # a 16-bit length field, one more
+        return _set(frame, off, ((int.from_bytes(frame[off:off + 2], "big") + 1) & 0xFFFF)
+                    .to_bytes(2, "big"))
     case = rng.choice(cases)
     if case == "truncated":
         return frame[:rng.randrange(0, inner + 60)], ParseError.TRUNCATED
@@ -59,6 +66,12 @@ def _malformed(rng, max_payload, max_frame):
         return _set(frame, inner + 42, (4792).to_bytes(2, "big")), ParseError.NOT_ROCE
     if case == "length":
         return frame + rng.randbytes(rng.randint(1, 8)), ParseError.LENGTH
+    if case == "ip_len":
+        return bump(inner + 4), ParseError.LENGTH
+    if case == "udp_len":
+        return bump(inner + 44), ParseError.LENGTH
+    if case == "outer_len":
+        return bump(14 + 4), ParseError.LENGTH
     if case == "oversize":
         return frame + bytes(max_frame + 1 - len(frame) + rng.randint(0, 64)), ParseError.OVERSIZE
     if case == "srh_type":
