@@ -9,7 +9,7 @@ JOBS     ?= 2
 TEST     ?=
 ARGS     ?=
 
-.PHONY: all setup test demo sim waves bench lint docs clean distclean help
+.PHONY: all setup test demo sim waves fst-deps bench lint docs clean distclean help
 
 all: test
 
@@ -37,11 +37,18 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m mrcnic.verif.demo $(ARGS)
 
-sim: $(STAMP)
+# Verilator's FST writer needs lz4.h (Debian's liblz4-dev); installed here when missing.
+fst-deps:
+	@test -f /usr/include/lz4.h || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y -q liblz4-dev >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q liblz4-dev >/dev/null; }; \
+	  else echo "FST waves need liblz4-dev: sudo apt-get install liblz4-dev"; exit 2; fi; }
+
+sim: $(STAMP) $(if $(filter-out 0,$(WAVES)),fst-deps)
 	@test -n "$(TEST)" || { echo "make sim: say which testbench, e.g. make sim TEST=header_parser"; exit 2; }
 	$(PY) -m pytest -v verif -k "$(TEST)"
 
-waves: $(STAMP)
+waves: $(STAMP) fst-deps
 	@test -n "$(TEST)" || { echo "make waves: say which testbench, e.g. make waves TEST=header_parser"; exit 2; }
 	WAVES=1 $(PY) -m pytest -v verif -k "$(TEST)"
 	@echo "waves: build/sim/<block>-<config>/runs/run/dump.fst (open with gtkwave or surfer)"

@@ -81,6 +81,10 @@ def _verilate(src: Path, top: str, obj: Path, waves: bool, log: Path):
            "-LDFLAGS", f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
            "-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-O3"]
     if waves:
+        if not Path("/usr/include/lz4.h").exists():
+            raise RuntimeError("WAVES=1 writes FST waves, and Verilator's FST writer needs lz4.h: "
+                               "`make waves TEST=...` installs it (liblz4-dev), or "
+                               "apt-get install liblz4-dev")
         cmd += ["--trace-fst", "--trace-structs"]
     cmd += [str(cfg.share_dir / "lib" / "verilator" / "verilator.cpp"), str(src)]
     make = ["make", "-j", str(os.cpu_count() or 1), "-C", str(obj), "-f", "Vtop.mk",
