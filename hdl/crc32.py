@@ -9,6 +9,8 @@ from operator import xor
 
 from amaranth import Cat, Const, Signal
 
+from mrcnic import icrc, wire
+
 POLY_REFLECTED = 0xEDB88320
 
 
@@ -75,7 +77,6 @@ def icrc_beat(m, reg, beat, payload, width, name="icrc"):
     positions from :mod:`mrcnic.icrc`). ``beat`` is the beat's index in its frame, saturating at
     :func:`icrc_beats` - 1. Returns the register after the beat.
     """
-    from mrcnic import icrc, wire
     lanes = width // 8
     start = wire.ETHERNET.length
     masks = {start + off: bits for off, bits in icrc.mask_fields().items()}
@@ -100,7 +101,6 @@ def icrc_beat(m, reg, beat, payload, width, name="icrc"):
 
 def icrc_beats(width):
     """Beats at the start of a frame that hold an Ethernet byte or a masked ICRC field."""
-    from mrcnic import icrc, wire
     return -(-(wire.ETHERNET.length + icrc.MASKED_SPAN) // (width // 8))
 
 
