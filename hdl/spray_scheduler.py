@@ -1,0 +1,277 @@
+"""Spray scheduler: picks the EV (and so the plane and path) of every packet a QP sends."""
+
+from amaranth import Cat, Const, Module, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["EvState", "SprayScheduler"]
+
+
+class EvState(enum.Enum, shape=2):
+    """The health of one EV of a QP's profile (MRC-REFERENCE, EV states)."""
+    GOOD = 0         # sprayed on
+    SKIP = 1         # left out for one rotation (ECN seen, or trimmed)
+    ASSUMED_BAD = 2  # not used until a probe brings it back; replaced by a backup when one exists
+    DENIED = 3       # set and cleared by management only
+
+
+class SprayScheduler(wiring.Component):
+    """Chooses, for each packet, an EV of its QP's profile: only GOOD EVs, only on planes whose
+    port is ready, planes in turn so they stay balanced, and a pseudo-random EV within the plane.
+
+    A QP's profile holds up to ``evs`` EVs; entry ``i`` belongs to plane ``i % planes``, so a
+    profile loaded in order is split evenly over the planes. Each (QP, plane) also keeps up to
+    ``backups`` spare EVs: when an EV is reported ASSUMED_BAD and its plane has a spare, the spare
+    takes its place (GOOD) and the bad EV leaves the profile.
+
+    SKIP lasts one rotation: the QP's next ``profile size`` grants after the current rotation
+    ends (so at least one full rotation, at most two), then the EV is GOOD again.
+
+    One decision a cycle: a request accepted at cycle t leaves as a grant at t + 2. A state
+    change accepted at cycle t applies to every request accepted from t on.
+
+    Parameters
+    ----------
+    qps : number of QPs.
+    evs : the largest profile (a power of two, a multiple of ``planes``).
+    planes : network planes (a power of two).
+    backups : spare EVs per QP and plane.
+
+    Attributes
+    ----------
+    request : In(stream {qp})
+        A packet of ``qp`` wants an EV.
+    grant : Out(stream {qp, index, plane, ev})
+        The EV chosen, with its index in the profile and its plane.
+    port_ready : In(planes)
+        Bit p: plane p's port can take a packet now.
+    load : In(stream {qp, index, ev, backup})
+        Management: write profile entry ``index`` (it becomes GOOD), or with ``backup`` push a
+        spare EV for plane ``index % planes``. ``size`` of a QP grows to cover written entries.
+    update : In(stream {qp, index, state, management})
+        A state change; DENIED can be set, and left, only with ``management``.
+    ignored : Out(32)
+        Updates refused: DENIED without management, a change to a DENIED EV without it, an index
+        outside the profile.
+    replaced : Out(32)
+        ASSUMED_BAD EVs replaced by a spare.
+    """
+
+    def __init__(self, qps=16, evs=64, planes=2, backups=4):
+        for name, v, lo in (("qps", qps, 1), ("evs", evs, 2), ("planes", planes, 1),
+                            ("backups", backups, 1)):
+            if not isinstance(v, int) or v < lo:
+                raise ValueError(f"{name} must be an integer of at least {lo}, not {v!r}")
+        if planes & (planes - 1) or evs & (evs - 1) or evs % planes:
+            raise ValueError(f"planes ({planes}) and evs ({evs}) must be powers of two, evs a "
+                             "multiple of planes")
+        self._qps, self._evs, self._planes, self._backups = qps, evs, planes, backups
+        qp_shape = range(qps)
+        idx_shape = range(evs)
+        super().__init__({
+            "request": In(stream.Signature(data.StructLayout({"qp": qp_shape}))),
+            "grant": Out(stream.Signature(data.StructLayout({
+                "qp": qp_shape, "index": idx_shape, "plane": range(planes), "ev": 32}))),
+            "port_ready": In(planes),
+            "load": In(stream.Signature(data.StructLayout({
+                "qp": qp_shape, "index": idx_shape, "ev": 32, "backup": 1}))),
+            "update": In(stream.Signature(data.StructLayout({
+                "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1}))),
+            "ignored": Out(32),
+            "replaced": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        Q, E, P, B = self._qps, self._evs, self._planes, self._backups
+        per_plane = E // P
+
+        # EV values in block RAM; health as bitmaps in flip-flops, one word per QP, so a pick
+        # sees every change made up to the cycle before.
+        m.submodules.ev_mem = ev_mem = Memory(shape=32, depth=Q * E, init=[])
+        m.submodules.spare_mem = spare_mem = Memory(shape=32, depth=Q * P * B, init=[])
+        good = [Signal(E, name=f"good_q{q}") for q in range(Q)]
+        denied = [Signal(E, name=f"denied_q{q}") for q in range(Q)]
+        skip_now = [Signal(E, name=f"skip_now_q{q}") for q in range(Q)]
+        skip_next = [Signal(E, name=f"skip_next_q{q}") for q in range(Q)]
+        size = [Signal(range(E + 1), name=f"size_q{q}") for q in range(Q)]
+        turn = [Signal(range(P), name=f"turn_q{q}") for q in range(Q)]
+        grants = [Signal(range(E + 1), name=f"grants_q{q}") for q in range(Q)]
+        spares = [[Signal(range(B + 1), name=f"spares_q{q}_p{p}") for p in range(P)]
+                  for q in range(Q)]
+
+        lfsr = Signal(16, init=0xACE1)
+        m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+
+        # ---- stage 1: pick (request accepted this cycle) ----------------------------------
+        s2_valid = Signal()
+        s2_qp = Signal(range(Q))
+        s2_index = Signal(range(E))
+        s2_plane = Signal(range(P))
+        stall = s2_valid & ~self.grant.ready
+
+        qp = self.request.payload.qp
+        eligible = Signal(E)
+        with m.Switch(qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += eligible.eq(good[q] & ~skip_now[q])
+        plane_bits = [Signal(per_plane, name=f"plane{p}_bits") for p in range(P)]
+        for p in range(P):
+            m.d.comb += plane_bits[p].eq(Cat(*[eligible[i] for i in range(p, E, P)]))
+        usable = Signal(P)
+        m.d.comb += usable.eq(Cat(*[plane_bits[p].any() for p in range(P)]) & self.port_ready)
+        # Whether a ready plane has GOOD EVs at all, skipped or not: if only SKIP holds the
+        # packet back, the rotation ends now rather than never.
+        good_now = Signal(E)
+        with m.Switch(qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += good_now.eq(good[q])
+        only_skipped = Signal()
+        m.d.comb += only_skipped.eq(~usable.any() & (Cat(*[
+            Cat(*[good_now[i] for i in range(p, E, P)]).any() for p in range(P)])
+            & self.port_ready).any())
+
+        # Plane: the first usable one from the QP's turn onwards.
+        cur_turn = Signal(range(P))
+        with m.Switch(qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += cur_turn.eq(turn[q])
+        plane = Signal(range(P))
+        for k in reversed(range(P)):          # lowest offset wins: assigned last
+            cand = (cur_turn + k)[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+            with m.If(usable.bit_select(cand, 1)):
+                m.d.comb += plane.eq(cand)
+
+        # EV within the plane: the first eligible one from a pseudo-random start.
+        bits = Signal(per_plane)
+        with m.Switch(plane):
+            for p in range(P):
+                with m.Case(p):
+                    m.d.comb += bits.eq(plane_bits[p])
+        start = Signal(range(per_plane))
+        m.d.comb += start.eq(lfsr[:max(1, (per_plane - 1).bit_length())] if per_plane > 1 else 0)
+        rotated = Signal(per_plane)
+        m.d.comb += rotated.eq(Cat(bits, bits).bit_select(start, per_plane))
+        first = Signal(range(per_plane))
+        for k in reversed(range(per_plane)):
+            with m.If(rotated[k]):
+                m.d.comb += first.eq(k)
+        slot = Signal(range(per_plane))
+        m.d.comb += slot.eq(first + start)     # wraps: per_plane is a power of two
+        index = Signal(range(E))
+        m.d.comb += index.eq(slot * P + plane if P > 1 else slot)
+
+        can_pick = usable.any()
+        m.d.comb += self.request.ready.eq(~stall & can_pick)
+        ev_rd = ev_mem.read_port(transparent_for=())
+        m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(qp * E + index)]
+
+        with m.If(~stall):
+            m.d.sync += s2_valid.eq(self.request.valid & can_pick)
+        with m.If(self.request.valid & self.request.ready):
+            m.d.sync += [s2_qp.eq(qp), s2_index.eq(index), s2_plane.eq(plane)]
+
+        m.d.comb += [
+            self.grant.valid.eq(s2_valid),
+            self.grant.payload.qp.eq(s2_qp),
+            self.grant.payload.index.eq(s2_index),
+            self.grant.payload.plane.eq(s2_plane),
+            self.grant.payload.ev.eq(ev_rd.data),
+        ]
+
+        # ---- per-QP turn, rotation and SKIP expiry on each grant picked ------------------
+        picked = self.request.valid & self.request.ready
+        for q in range(Q):
+            with m.If(self.request.valid & ~stall & only_skipped & (qp == q)):
+                m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]), skip_next[q].eq(0)]
+            with m.If(picked & (qp == q)):
+                m.d.sync += turn[q].eq(plane + 1 if P > 1 else 0)
+                with m.If(grants[q] + 1 >= size[q]):
+                    # A rotation ends: what was skipped since the last boundary now waits one
+                    # more rotation, what waited is GOOD again.
+                    m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]),
+                                 skip_next[q].eq(0)]
+                with m.Else():
+                    m.d.sync += grants[q].eq(grants[q] + 1)
+
+        # ---- management loads --------------------------------------------------------------
+        ev_wr = ev_mem.write_port()
+        spare_wr = spare_mem.write_port()
+        ld = self.load.payload
+        ld_plane = ld.index[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+
+        # ---- updates (two cycles when a spare must be fetched) ---------------------------
+        up = self.update.payload
+        up_plane = up.index[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        spare_rd = spare_mem.read_port(transparent_for=())
+        # Replacing an ASSUMED_BAD EV by a spare: the update cycle takes the EV out of use and
+        # reads the spare; the next cycle writes it in and puts the entry back in use, so no pick
+        # can see the old value as GOOD.
+        fetch = Signal()
+        fetch_qp = Signal(range(Q))
+        fetch_index = Signal(range(E))
+        m.d.comb += [self.update.ready.eq(~fetch & ~self.load.valid),
+                     self.load.ready.eq(~fetch)]
+
+        with m.If(fetch):
+            m.d.comb += [ev_wr.en.eq(1), ev_wr.addr.eq(fetch_qp * E + fetch_index),
+                         ev_wr.data.eq(spare_rd.data)]
+            m.d.sync += fetch.eq(0)
+            for q in range(Q):
+                with m.If(fetch_qp == q):
+                    m.d.sync += good[q].bit_select(fetch_index, 1).eq(1)
+        with m.Elif(self.load.valid):
+            with m.If(ld.backup):
+                for q in range(Q):
+                    for p in range(P):
+                        with m.If((ld.qp == q) & (ld_plane == p) & (spares[q][p] < B)):
+                            m.d.comb += [spare_wr.en.eq(1),
+                                         spare_wr.addr.eq((q * P + p) * B + spares[q][p]),
+                                         spare_wr.data.eq(ld.ev)]
+                            m.d.sync += spares[q][p].eq(spares[q][p] + 1)
+            with m.Else():
+                m.d.comb += [ev_wr.en.eq(1), ev_wr.addr.eq(ld.qp * E + ld.index),
+                             ev_wr.data.eq(ld.ev)]
+                for q in range(Q):
+                    with m.If(ld.qp == q):
+                        m.d.sync += [good[q].bit_select(ld.index, 1).eq(1),
+                                     denied[q].bit_select(ld.index, 1).eq(0),
+                                     skip_now[q].bit_select(ld.index, 1).eq(0),
+                                     skip_next[q].bit_select(ld.index, 1).eq(0)]
+                        with m.If(ld.index >= size[q]):
+                            m.d.sync += size[q].eq(ld.index + 1)
+
+        with m.If(self.update.valid & self.update.ready):
+            for q in range(Q):
+                with m.If(up.qp == q):
+                    is_denied = denied[q].bit_select(up.index, 1)
+                    refuse = ((up.index >= size[q])
+                              | (~up.management & (is_denied | (up.state == EvState.DENIED))))
+                    bit = lambda s, q=q: s[q].bit_select(up.index, 1)  # noqa: E731
+                    with m.If(refuse):
+                        m.d.sync += self.ignored.eq(self.ignored + 1)
+                    with m.Elif(up.state == EvState.GOOD):
+                        m.d.sync += [bit(good).eq(1), bit(denied).eq(0), bit(skip_now).eq(0),
+                                     bit(skip_next).eq(0)]
+                    with m.Elif(up.state == EvState.SKIP):
+                        m.d.sync += [bit(skip_now).eq(1), bit(skip_next).eq(1)]
+                    with m.Elif(up.state == EvState.DENIED):
+                        m.d.sync += [bit(good).eq(0), bit(denied).eq(1)]
+                    with m.Else():   # ASSUMED_BAD
+                        for p in range(P):
+                            with m.If(up_plane == p):
+                                with m.If(spares[q][p] != 0):
+                                    m.d.comb += [spare_rd.en.eq(1), spare_rd.addr.eq(
+                                        (q * P + p) * B + spares[q][p] - 1)]
+                                    m.d.sync += [spares[q][p].eq(spares[q][p] - 1), fetch.eq(1),
+                                                 fetch_qp.eq(q), fetch_index.eq(up.index),
+                                                 bit(good).eq(0), bit(skip_now).eq(0),
+                                                 bit(skip_next).eq(0),
+                                                 self.replaced.eq(self.replaced + 1)]
+                                with m.Else():
+                                    m.d.sync += bit(good).eq(0)
+        return m
