@@ -13,6 +13,7 @@ from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.hdl.register_bank import RegisterBank
+from mrcnic.hdl.segmenter import Segmenter
 from mrcnic.hdl.spray_scheduler import SprayScheduler
 from mrcnic.hdl.stream import PacketFIFO, PacketRegSlice
 from mrcnic.verif.harness import verilator_env
@@ -24,6 +25,7 @@ BLOCKS = {
     **{f"packet_reg_slice_w{w}": (lambda w=w: PacketRegSlice(w)) for w in (64, 512)},
     "packet_fifo_w64": lambda: PacketFIFO(64, 64),
     "register_bank": lambda: RegisterBank({"global.data_width": 64, "global.planes": 2}),
+    "segmenter": lambda: Segmenter(16),
     "spray_scheduler": lambda: SprayScheduler(qps=4, evs=64, planes=2, backups=2),
 }
 

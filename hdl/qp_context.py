@@ -1,0 +1,102 @@
+"""QP context: what the NIC knows about each queue pair, in block RAM."""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["QpState", "SrMode", "MTU_CODES", "static_layout", "seq_layout",
+           "context_write_layout", "QpContext"]
+
+#: mtu field value -> bytes
+MTU_CODES = {0: 256, 1: 512, 2: 1024, 3: 2048, 4: 4096}
+
+
+class QpState(enum.Enum, shape=3):
+    RESET = 0
+    INIT = 1
+    RTR = 2    # ready to receive
+    RTS = 3    # ready to send
+    ERROR = 4
+
+
+class SrMode(enum.Enum, shape=2):
+    """How the QP's packets are routed."""
+    PLAIN = 0      # plain RoCEv2: no outer header, switches hash the EV
+    USID = 1       # SRv6: outer IPv6 to the uSID carrier
+    USID_SRH = 2   # SRv6: outer IPv6 and an SRH when the path needs more than one carrier
+
+
+def static_layout():
+    """Fields management sets and the datapath only reads."""
+    return data.StructLayout({
+        "state": QpState, "dqp": 24, "mtu": 3, "mode": SrMode, "template": 8,
+        "ev_base": 16, "ev_size": 9, "dst_mac": 48, "dst_ip": 128,
+    })
+
+
+def seq_layout():
+    """Fields the sender advances with every message."""
+    return data.StructLayout({"next_psn": 24, "msn": 16})
+
+
+def context_write_layout(qps):
+    return data.StructLayout({"qp": range(qps), "static": static_layout(), "seq": seq_layout()})
+
+
+class QpContext(wiring.Component):
+    """The context of ``qps`` queue pairs: a static part written by management and a sequence
+    part (next PSN, MSN) that management initialises and the segmenter advances.
+
+    Reads have one cycle of latency (``*_addr`` in, ``*_data`` the next cycle). A sequence
+    write-back from the datapath wins over a management write in the same cycle; the management
+    write then waits (``write.ready`` low), so nothing is lost.
+
+    Attributes
+    ----------
+    write : In(stream {qp, static, seq})
+        Management: set a QP's whole context.
+    rd_addr : In(range(qps)); rd_static, rd_seq : Out, the context of ``rd_addr`` a cycle later.
+    wb : In(stream {qp, seq}), always ready
+        The segmenter's write-back of the sequence part.
+    """
+
+    def __init__(self, qps=16):
+        if not isinstance(qps, int) or qps < 1:
+            raise ValueError(f"qps must be a positive integer, not {qps!r}")
+        self._qps = qps
+        super().__init__({
+            "write": In(stream.Signature(context_write_layout(qps))),
+            "rd_addr": In(range(qps)),
+            "rd_static": Out(static_layout()),
+            "rd_seq": Out(seq_layout()),
+            "wb": In(stream.Signature(data.StructLayout({"qp": range(qps), "seq": seq_layout()}),
+                                      always_ready=True)),
+        })
+
+    @property
+    def qps(self):
+        return self._qps
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[])
+        m.submodules.seq = seq = Memory(shape=seq_layout(), depth=self._qps, init=[])
+        s_rd, q_rd = static.read_port(), seq.read_port()
+        s_wr, q_wr = static.write_port(), seq.write_port()
+        m.d.comb += [
+            s_rd.addr.eq(self.rd_addr), q_rd.addr.eq(self.rd_addr),
+            self.rd_static.eq(s_rd.data), self.rd_seq.eq(q_rd.data),
+        ]
+        busy = Signal()
+        m.d.comb += [busy.eq(self.wb.valid), self.write.ready.eq(~busy)]
+        with m.If(self.wb.valid):
+            m.d.comb += [q_wr.en.eq(1), q_wr.addr.eq(self.wb.payload.qp),
+                         q_wr.data.eq(self.wb.payload.seq)]
+        with m.Elif(self.write.valid):
+            m.d.comb += [q_wr.en.eq(1), q_wr.addr.eq(self.write.payload.qp),
+                         q_wr.data.eq(self.write.payload.seq)]
+        with m.If(self.write.valid & self.write.ready):
+            m.d.comb += [s_wr.en.eq(1), s_wr.addr.eq(self.write.payload.qp),
+                         s_wr.data.eq(self.write.payload.static)]
+        return m
