@@ -17,7 +17,7 @@ from cocotb.triggers import Event, RisingEdge
 from cocotbext.axi import AddressSpace, AxiStreamFrame, SparseMemoryRegion
 
 from mrcnic.hdl.host_memory import TAG_BITS, read_request_layout
-from mrcnic.verif.parser_model import decode
+from mrcnic.verif.layouts import decode
 from mrcnic.verif.tbkit import sink, source
 
 __all__ = ["HostMemory"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from mrcnic.hdl.header_builder import HeaderBuilder
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
@@ -26,6 +27,7 @@ BLOCKS = {
     "packet_fifo_w64": lambda: PacketFIFO(64, 64),
     "register_bank": lambda: RegisterBank({"global.data_width": 64, "global.planes": 2}),
     "segmenter": lambda: Segmenter(16),
+    **{f"header_builder_w{w}": (lambda w=w: HeaderBuilder(w, 16)) for w in (64, 512)},
     "spray_scheduler": lambda: SprayScheduler(qps=4, evs=64, planes=2, backups=2),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mrcnic import wire
 from mrcnic.hdl.header_parser import ParseError
 
-__all__ = ["parse", "decode"]
+__all__ = ["parse"]
 
 
 def _zero(hdr):
@@ -77,19 +77,3 @@ def parse(frame: bytes, max_segments=4, max_frame=9600) -> dict:
         return fail(ParseError.LENGTH)
     rec["ip"], rec["udp"], rec["bth"] = ip, udp, _fields(wire.BTH, frame, at + 48)
     return rec
-
-
-def decode(layout, value: int) -> dict:
-    """A nested dict from the bits of an Amaranth ``StructLayout`` value."""
-    from amaranth.lib import data
-    out = {}
-    for name, f in layout:
-        v = (value >> f.offset) & ((1 << f.width) - 1)
-        shape = f.shape
-        if isinstance(shape, data.StructLayout):
-            out[name] = decode(shape, v)
-        elif isinstance(shape, type) and issubclass(shape, ParseError):
-            out[name] = ParseError(v)
-        else:
-            out[name] = v
-    return out

@@ -9,8 +9,9 @@ from scapy.compat import raw
 
 from mrcnic.evmap import EvLayout, UsidTemplate
 from mrcnic.hdl.header_parser import ParseError, parsed_layout
+from mrcnic.verif.layouts import decode
 from mrcnic.verif.packets import encapsulate, random_mrc
-from mrcnic.verif.parser_model import decode, parse
+from mrcnic.verif.parser_model import parse
 from mrcnic.verif.tbkit import PcapTap, params, setup, sink, source
 
 LAYOUT = EvLayout(planes=2, spines=4)

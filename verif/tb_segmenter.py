@@ -16,19 +16,9 @@ from mrcnic.hdl.segmenter import (
     packet_descriptor_layout,
     work_request_layout,
 )
-from mrcnic.verif.parser_model import decode
+from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.tbkit import params, setup, sink, source
 from mrcnic.verif.tx_model import QueuePair, WriteRequest, segment
-
-
-def pack(layout, values):
-    v = 0
-    for name, f in layout:
-        x = values.get(name, 0)
-        if isinstance(x, dict):
-            x = int.from_bytes(pack(f.shape, x), "little")
-        v |= (x.value if hasattr(x, "value") else int(x)) << f.offset
-    return v.to_bytes((layout.size + 7) // 8, "little")
 
 
 @cocotb.test()
@@ -50,7 +40,7 @@ async def descriptors_match_the_reference_sender(dut):
         states[q] = QpState.RTS if q != qps - 1 else QpState.RTR  # the last QP may not send
         model[q] = QueuePair(dqp=0x100 + q, mtu=MTU_CODES[code], next_psn=psn,
                              msn=rng.getrandbits(16))
-        await ctx_src.send(AxiStreamFrame(pack(context_write_layout(qps), {
+        await ctx_src.send(AxiStreamFrame(encode(context_write_layout(qps), {
             "qp": q, "static": {"state": states[q], "dqp": 0x100 + q, "mtu": code},
             "seq": {"next_psn": psn, "msn": model[q].msn}})))
     await ctx_src.wait()
@@ -85,7 +75,7 @@ async def descriptors_match_the_reference_sender(dut):
                 expected_pkts.append((n, q, wr["laddr"], pkt))
 
     for wr in wrs:
-        await wr_src.send(AxiStreamFrame(pack(work_request_layout(), wr)))
+        await wr_src.send(AxiStreamFrame(encode(work_request_layout(), wr)))
 
     assert any(pkt[L.BTH].psn == 0 for *_, pkt in expected_pkts), "no PSN wrapped"
     lay = packet_descriptor_layout(qps)

@@ -7,7 +7,7 @@ from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
 
 from mrcnic.hdl.spray_scheduler import EvState, SprayScheduler
-from mrcnic.verif.parser_model import decode
+from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.tbkit import params, setup, sink, source
 
 
@@ -15,14 +15,6 @@ def _layouts(p):
     sig = SprayScheduler(p["qps"], p["evs"], p["planes"], p["backups"]).signature
     return {n: sig.members[n].signature.members["payload"].shape
             for n in ("request", "grant", "load", "update")}
-
-
-def _pack(layout, **fields):
-    v = 0
-    for name, f in layout:
-        x = fields.get(name, 0)
-        v |= (x.value if isinstance(x, EvState) else int(x)) << f.offset
-    return v.to_bytes((layout.size + 7) // 8, "little")
 
 
 class Tb:
@@ -40,18 +32,19 @@ class Tb:
     async def load_all(self):
         for q, evs in self.profile.items():
             for i, ev in enumerate(evs):
-                await self.load.send(AxiStreamFrame(_pack(self.lay["load"], qp=q, index=i, ev=ev)))
+                await self.load.send(AxiStreamFrame(
+                    encode(self.lay["load"], dict(qp=q, index=i, ev=ev))))
         await self.load.wait()
 
     async def add_spare(self, q, plane, ev):
         self.spares[(q, plane)].append(ev)
-        await self.load.send(AxiStreamFrame(_pack(self.lay["load"], qp=q, index=plane, ev=ev,
-                                                  backup=1)))
+        await self.load.send(AxiStreamFrame(
+            encode(self.lay["load"], dict(qp=q, index=plane, ev=ev, backup=1))))
         await self.load.wait()
 
     async def update(self, q, i, state, management=0):
-        await self.upd.send(AxiStreamFrame(_pack(self.lay["update"], qp=q, index=i, state=state,
-                                                 management=management)))
+        await self.upd.send(AxiStreamFrame(
+            encode(self.lay["update"], dict(qp=q, index=i, state=state, management=management))))
         await self.upd.wait()
         await ClockCycles(self.dut.clk, 3)
 
@@ -59,7 +52,7 @@ class Tb:
         """n requests spread over ``qps``; returns the grants in order, each checked."""
         order = [self.rng.choice(qps) for _ in range(n)]
         for q in order:
-            await self.req.send(AxiStreamFrame(_pack(self.lay["request"], qp=q)))
+            await self.req.send(AxiStreamFrame(encode(self.lay["request"], dict(qp=q))))
         out = []
         for q in order:
             g = await self.grant.recv()

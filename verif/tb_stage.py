@@ -14,7 +14,7 @@ from cocotb.utils import get_sim_time
 from scapy.utils import PcapWriter, rdpcap
 
 from mrcnic.hdl.header_parser import parsed_layout
-from mrcnic.verif.parser_model import decode
+from mrcnic.verif.layouts import decode
 from mrcnic.verif.tbkit import last_user, params, setup, sink, source
 
 

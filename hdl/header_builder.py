@@ -1,0 +1,201 @@
+"""Header builder: turns each packet descriptor into a framed MRC packet with its payload."""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from mrcnic import wire
+
+from .headers import header_bytes
+from .host_memory import MemReadPort
+from .segmenter import WrStatus, completion_layout, packet_descriptor_layout
+from .stream import PacketStream, check_width, keep_count
+
+__all__ = ["HeaderBuilder", "build_request_layout", "HEADER_BYTES"]
+
+_DATA_HEADERS = (wire.ETHERNET, wire.IPV6, wire.UDP, wire.BTH, wire.METH, wire.TSETH, wire.RETH)
+#: Header bytes before the payload: without and with ImmDt.
+HEADER_BYTES = (sum(h.length for h in _DATA_HEADERS),
+                sum(h.length for h in _DATA_HEADERS) + wire.IMMDT.length)
+_IMM = (wire.Opcode.WRITE_LAST_IMM, wire.Opcode.WRITE_ONLY_IMM)
+
+
+def build_request_layout(qps):
+    """A packet descriptor with what the spray scheduler and the QP context add to it."""
+    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "ev": 32, "dqp": 24,
+                              "dst_mac": 48, "dst_ip": 128})
+
+
+class HeaderBuilder(wiring.Component):
+    """Enters: one build request per packet (descriptor, EV, destination). Leaves: the packet,
+    Ethernet / IPv6 / UDP / BTH / METH / TSETH / RETH [/ ImmDt] and the payload read from host
+    memory, without its ICRC (the ICRC inserter follows).
+
+    The EV goes into the UDP source port (high half) and the flow label (low half); the traffic
+    class is the trimmable data DSCP with ECT(0); TSETH carries a free-running timestamp counter.
+    The payload read is requested as soon as a request arrives (up to ``prefetch`` ahead), so
+    header beats hide the memory latency. A read that fails sends nothing: the packet's beats are
+    drained and an error completion (MEMORY) leaves instead.
+
+    Attributes
+    ----------
+    req : In(stream build_request_layout)
+    mem : Out(MemReadPort(width))
+    o : Out(PacketStream(width))
+    cpl : Out(stream completion_layout)
+    src_mac : In(48), src_ip : In(128): this NIC's addresses.
+    timestamp : Out(16): the free-running counter TSETH carries.
+    frames, mem_errors : Out(32)
+    """
+
+    def __init__(self, width=64, qps=16, prefetch=4):
+        self._width = check_width(width)
+        self._qps = qps
+        self._prefetch = prefetch
+        super().__init__({
+            "req": In(stream.Signature(build_request_layout(qps))),
+            "mem": Out(MemReadPort(width)),
+            "o": Out(PacketStream(width)),
+            "cpl": Out(stream.Signature(completion_layout(qps))),
+            "src_mac": In(48), "src_ip": In(128),
+            "timestamp": Out(16),
+            "frames": Out(32), "mem_errors": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        L = self._width // 8
+        layout = build_request_layout(self._qps)
+        m.d.sync += self.timestamp.eq(self.timestamp + 1)
+
+        # Issue the payload read at once; the request waits in order for its data.
+        m.submodules.pending = pending = fifo.SyncFIFOBuffered(width=layout.size,
+                                                               depth=self._prefetch)
+        rq = self.req.payload
+        m.d.comb += [
+            self.mem.req.payload.addr.eq(rq.pkt.laddr),
+            self.mem.req.payload.length.eq(rq.pkt.length),
+            self.mem.req.payload.tag.eq(rq.pkt.psn[:8]),
+            self.mem.req.valid.eq(self.req.valid & pending.w_rdy),
+            self.req.ready.eq(self.mem.req.ready & pending.w_rdy),
+            pending.w_en.eq(self.req.valid & self.req.ready),
+            pending.w_data.eq(rq),
+        ]
+        cur = layout(pending.r_data)
+        pkt = cur.pkt
+
+        # The headers of the packet at the head of the queue, in wire order.
+        imm = Signal()
+        m.d.comb += imm.eq((pkt.opcode == _IMM[0]) | (pkt.opcode == _IMM[1]))
+        ip_payload = Signal(16)
+        m.d.comb += ip_payload.eq(wire.UDP.length + wire.BTH.length + wire.METH.length
+                                  + wire.TSETH.length + wire.RETH.length + wire.ICRC_BYTES
+                                  + pkt.length + Mux(imm, wire.IMMDT.length, 0))
+        hdr = Cat(
+            header_bytes({"dst": cur.dst_mac, "src": self.src_mac,
+                          "ethertype": wire.ETHERTYPE_IPV6}, wire.ETHERNET),
+            header_bytes({"version": 6, "tc": (wire.DscpClass.DATA_TRIMMABLE << 2) | 0b10,
+                          "flow_label": cur.ev[:16], "payload_length": ip_payload,
+                          "next_header": wire.IPPROTO_UDP, "hop_limit": 64,
+                          "src": self.src_ip, "dst": cur.dst_ip}, wire.IPV6),
+            header_bytes({"sport": cur.ev[16:], "dport": wire.ROCE_UDP_PORT,
+                          "length": ip_payload}, wire.UDP),
+            header_bytes({"opcode": pkt.opcode, "pkey": 0xFFFF, "dqp": cur.dqp,
+                          "ackreq": pkt.last, "tsh": 1, "psn": pkt.psn}, wire.BTH),
+            header_bytes({"msn": pkt.msn}, wire.METH),
+            header_bytes({"tx_timestamp": self.timestamp}, wire.TSETH),
+            header_bytes({"va": pkt.va, "rkey": pkt.rkey, "dma_length": pkt.dma_length},
+                         wire.RETH),
+            header_bytes({"imm": pkt.imm}, wire.IMMDT),
+        )
+        H0, H1 = HEADER_BYTES
+        hdr_beats = H0 // L                       # whole header beats (the same for both)
+        if hdr_beats < 1 or H1 // L != hdr_beats:
+            raise ValueError(f"a {self._width}-bit datapath is too wide for the header builder")
+        padded = Signal(8 * L * (hdr_beats + 1))
+        m.d.comb += padded.eq(hdr)
+        s0, s1 = H0 % L, H1 % L                   # header bytes in the mixed beat
+
+        # Payload realignment: each output beat is the carry (header tail, then the top bytes of
+        # the previous payload beat) followed by the bottom of the current payload beat.
+        d = self.mem.data.payload
+        carry = Signal(8 * L)
+        shifted = Signal(8 * L)
+        rest = Signal(8 * L)                      # what the current beat leaves for the next
+        m.d.comb += [
+            shifted.eq(Mux(imm, Cat(carry[:8 * s1], d.data[:8 * (L - s1)]),
+                           Cat(carry[:8 * s0], d.data[:8 * (L - s0)]))),
+            rest.eq(Mux(imm, d.data[8 * (L - s1):], d.data[8 * (L - s0):])),
+        ]
+        s = Mux(imm, s1, s0)
+        n = keep_count(m, d.keep)
+        total = Signal(range(2 * L + 1))
+        unused = Signal(range(2 * L + 1))        # lanes of a 2L-byte beat past the frame's end
+        m.d.comb += [total.eq(s + n), unused.eq(2 * L - total)]
+
+        beat = Signal(range(hdr_beats + 1))
+        leftover = Signal(range(L + 1))
+        tail_unused = Signal(range(L + 1))
+        m.d.comb += tail_unused.eq(L - leftover)
+        failed_wr = Signal(16)
+        failed_qp = Signal(range(self._qps))
+        m.d.comb += [self.cpl.payload.wr_id.eq(failed_wr), self.cpl.payload.qp.eq(failed_qp),
+                     self.cpl.payload.status.eq(WrStatus.MEMORY)]
+
+        with m.FSM():
+            with m.State("HEADER"):
+                # Wait for the head request's data so a failed read sends nothing.
+                with m.If(pending.r_rdy & self.mem.data.valid):
+                    with m.If(d.error):
+                        m.d.sync += [failed_wr.eq(pkt.wr_id), failed_qp.eq(pkt.qp),
+                                     self.mem_errors.eq(self.mem_errors + 1)]
+                        m.next = "DRAIN"
+                    with m.Else():
+                        m.d.comb += [self.o.valid.eq(1),
+                                     self.o.payload.data.eq(padded.word_select(beat, 8 * L)),
+                                     self.o.payload.keep.eq((1 << L) - 1)]
+                        with m.If(self.o.ready):
+                            with m.If(beat == hdr_beats - 1):
+                                m.d.sync += [beat.eq(0), carry.eq(padded.word_select(
+                                    hdr_beats, 8 * L))]
+                                m.next = "PAYLOAD"
+                            with m.Else():
+                                m.d.sync += beat.eq(beat + 1)
+            with m.State("PAYLOAD"):
+                m.d.comb += [self.o.valid.eq(self.mem.data.valid),
+                             self.o.payload.data.eq(shifted),
+                             self.mem.data.ready.eq(self.o.ready)]
+                with m.If(d.last & (total <= L)):
+                    m.d.comb += [self.o.payload.keep.eq(Const((1 << (2 * L)) - 1, 2 * L)
+                                                        >> unused),
+                                 self.o.payload.last.eq(1)]
+                with m.Else():
+                    m.d.comb += self.o.payload.keep.eq((1 << L) - 1)
+                with m.If(self.mem.data.valid & self.o.ready):
+                    m.d.sync += carry.eq(rest)
+                    with m.If(d.last):
+                        with m.If(total <= L):
+                            m.d.comb += pending.r_en.eq(1)
+                            m.d.sync += self.frames.eq(self.frames + 1)
+                            m.next = "HEADER"
+                        with m.Else():
+                            m.d.sync += leftover.eq(total - L)
+                            m.next = "TAIL"
+            with m.State("TAIL"):
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(carry),
+                             self.o.payload.keep.eq(Const((1 << L) - 1, L) >> tail_unused),
+                             self.o.payload.last.eq(1)]
+                with m.If(self.o.ready):
+                    m.d.comb += pending.r_en.eq(1)
+                    m.d.sync += self.frames.eq(self.frames + 1)
+                    m.next = "HEADER"
+            with m.State("DRAIN"):
+                m.d.comb += self.mem.data.ready.eq(1)
+                with m.If(self.mem.data.valid & d.last):
+                    m.next = "ERROR"
+            with m.State("ERROR"):
+                m.d.comb += self.cpl.valid.eq(1)
+                with m.If(self.cpl.ready):
+                    m.d.comb += pending.r_en.eq(1)
+                    m.next = "HEADER"
+        return m

@@ -1,0 +1,34 @@
+"""Amaranth ``StructLayout`` values <-> nested Python dicts, for testbenches that drive and read
+record streams."""
+
+from __future__ import annotations
+
+from amaranth.lib import data
+
+__all__ = ["encode", "decode"]
+
+
+def encode(layout, values: dict) -> bytes:
+    """Bytes (little-endian, as a stream's tdata) of ``values`` in ``layout``; missing fields 0."""
+    v = 0
+    for name, f in layout:
+        x = values.get(name, 0)
+        if isinstance(x, dict):
+            x = int.from_bytes(encode(f.shape, x), "little")
+        v |= (x.value if hasattr(x, "value") else int(x)) << f.offset
+    return v.to_bytes((layout.size + 7) // 8, "little")
+
+
+def decode(layout, value: int) -> dict:
+    """A nested dict from the bits of a value of ``layout``; enum fields come back as members."""
+    out = {}
+    for name, f in layout:
+        v = (value >> f.offset) & ((1 << f.width) - 1)
+        shape = f.shape
+        if isinstance(shape, data.StructLayout):
+            out[name] = decode(shape, v)
+        elif isinstance(shape, type) and hasattr(shape, "__members__"):
+            out[name] = shape(v)
+        else:
+            out[name] = v
+    return out
