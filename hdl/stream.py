@@ -10,7 +10,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["check_width", "packet_layout", "PacketStream", "PacketRegSlice", "PacketFIFO",
-           "keep_count"]
+           "keep_count", "keep_mask"]
 
 
 def check_width(width):
@@ -36,6 +36,15 @@ def keep_count(m, keep):
         with m.If(keep == (1 << n) - 1):
             m.d.comb += count.eq(n)
     return count
+
+
+def keep_mask(m, count, lanes):
+    """The ``keep`` of a beat holding ``count`` bytes (0 .. lanes) from lane 0."""
+    mask = Signal(lanes)
+    for k in range(1, lanes + 1):
+        with m.If(count == k):
+            m.d.comb += mask.eq((1 << k) - 1)
+    return mask
 
 
 class PacketRegSlice(wiring.Component):

@@ -46,16 +46,18 @@ def random_mrc(rng: random.Random, *, max_payload=1500, ev=None) -> Packet:
 
 
 def encapsulate(pkt: Packet, template: UsidTemplate, layout: EvLayout, ev: int,
-                src="fc00::1") -> Packet:
-    """The SRv6 uSID form of a plain MRC packet: outer IPv6 to the EV's carrier (+ SRH)."""
+                src="fc00::1", force_srh=False) -> Packet:
+    """The SRv6 uSID form of a plain MRC packet: outer IPv6 to the EV's carrier, and an SRH when
+    the path needs more than one carrier (or always, with ``force_srh``)."""
     route = template.route(ev, layout)
     inner = pkt[IPv6]
     outer = IPv6(src=src, dst=format_addr(route.dst), hlim=64,
                  tc=inner.tc, fl=inner.fl)
-    if route.segments:
-        srh = IPv6ExtHdrSegmentRouting(addresses=[format_addr(a) for a in route.segments],
-                                       segleft=route.segments_left,
-                                       lastentry=len(route.segments) - 1, nh=wire.IPPROTO_IPV6)
+    segments = route.segments or ((route.dst,) if force_srh else ())
+    if segments:
+        srh = IPv6ExtHdrSegmentRouting(addresses=[format_addr(a) for a in segments],
+                                       segleft=len(segments) - 1,
+                                       lastentry=len(segments) - 1, nh=wire.IPPROTO_IPV6)
         outer = outer / srh
     else:
         outer.nh = wire.IPPROTO_IPV6

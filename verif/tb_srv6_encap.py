@@ -1,0 +1,66 @@
+"""cocotb test of SRv6 encapsulation: each frame out equals the scapy packet the EV mapping of
+mrcnic.evmap says the network must carry."""
+
+import random
+
+import cocotb
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiStreamFrame
+from scapy.compat import raw
+
+from mrcnic.evmap import EvLayout, UsidTemplate
+from mrcnic.hdl.qp_context import SrMode
+from mrcnic.hdl.srv6_encap import route_layout, template_layout
+from mrcnic.verif.layouts import encode
+from mrcnic.verif.packets import assert_frames_equal, encapsulate, random_mrc
+from mrcnic.verif.tbkit import PcapTap, params, setup, sink, source
+
+SRC = (0xFC00 << 112) | 0x99
+
+
+@cocotb.test()
+async def frames_leave_source_routed(dut):
+    p = params()
+    rng = random.Random(p["seed"])
+    T, U = p["templates"], p["max_usids"]
+    layout = EvLayout(planes=2, spines=4)
+    await setup(dut)
+    dut.src_ip.value = SRC
+    tw = source(dut, "template_write")
+    templates = {}
+    for t in range(T):
+        hops = [3, 7, 8, 9, 14, 1][t % 6] if t < 6 else rng.randint(1, U)
+        templates[t] = UsidTemplate(0xFCBB, tuple(rng.randrange(0x20, 0x1000) & ~0xF
+                                                  for _ in range(hops)),
+                                    spine_index=rng.randrange(hops))
+        await tw.send(AxiStreamFrame(encode(template_layout(T, U), {
+            "index": t, "block": 0xFCBB, "count": hops,
+            "spine_index": templates[t].spine_index,
+            "usids": sum(u << (16 * i) for i, u in enumerate(templates[t].usids))})))
+    await tw.wait()
+
+    src, route = source(dut, "i", rng, p["gap"]), source(dut, "route", rng, p["gap"])
+    out = sink(dut, "o", rng, p["backpressure"])
+    tap = PcapTap(dut, "o", "encapsulated")
+    expected = []
+    for _ in range(p["count"]):
+        ev = layout.make(rng.randrange(2), rng.randrange(4), rng.getrandbits(32))
+        pkt = random_mrc(rng, max_payload=p["max_payload"], ev=ev)
+        frame = raw(pkt)
+        t = rng.randrange(T)
+        mode = rng.choice(list(SrMode)[:3])
+        if mode is SrMode.PLAIN:
+            want = frame
+        else:
+            want = raw(encapsulate(pkt, templates[t], layout, ev, src="fc00::99",
+                                   force_srh=mode is SrMode.USID_SRH))
+        expected.append(want)
+        await route.send(AxiStreamFrame(encode(route_layout(T), {
+            "ev": ev, "template": t, "mode": mode, "tc": frame[14] << 4 & 0xF0 | frame[15] >> 4,
+            "length": len(frame)})))
+        await src.send(frame)
+    for n, want in enumerate(expected):
+        got = await out.recv()
+        assert_frames_equal(want, bytes(got.tdata), f"frame {n}")
+    await ClockCycles(dut.clk, 2)
+    tap.close()
