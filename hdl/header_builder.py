@@ -8,10 +8,11 @@ from mrcnic import wire
 
 from .headers import header_bytes
 from .host_memory import MemReadPort
+from .qp_context import SrMode
 from .segmenter import WrStatus, completion_layout, packet_descriptor_layout
 from .stream import PacketStream, check_width, keep_count
 
-__all__ = ["HeaderBuilder", "build_request_layout", "HEADER_BYTES"]
+__all__ = ["HeaderBuilder", "build_request_layout", "frame_layout", "HEADER_BYTES"]
 
 _DATA_HEADERS = (wire.ETHERNET, wire.IPV6, wire.UDP, wire.BTH, wire.METH, wire.TSETH, wire.RETH)
 #: Header bytes before the payload: without and with ImmDt.
@@ -21,9 +22,19 @@ _IMM = (wire.Opcode.WRITE_LAST_IMM, wire.Opcode.WRITE_ONLY_IMM)
 
 
 def build_request_layout(qps):
-    """A packet descriptor with what the spray scheduler and the QP context add to it."""
+    """A packet descriptor with what the spray scheduler and the QP context add to it; the
+    route fields only travel on to ``frame``."""
     return data.StructLayout({"pkt": packet_descriptor_layout(qps), "ev": 32, "dqp": 24,
-                              "dst_mac": 48, "dst_ip": 128})
+                              "dst_mac": 48, "dst_ip": 128, "route": frame_route_layout()})
+
+
+def frame_route_layout():
+    return data.StructLayout({"template": 8, "mode": SrMode, "plane": 4})
+
+
+def frame_layout():
+    """What leaves on ``frame`` for every packet sent: where it goes and how long it is."""
+    return data.StructLayout({"ev": 32, "route": frame_route_layout(), "tc": 8, "length": 16})
 
 
 class HeaderBuilder(wiring.Component):
@@ -43,6 +54,9 @@ class HeaderBuilder(wiring.Component):
     mem : Out(MemReadPort(width))
     o : Out(PacketStream(width))
     cpl : Out(stream completion_layout)
+    frame : Out(stream frame_layout)
+        One record per packet sent, as its first beat leaves: the stages after the ICRC take
+        the route and plane from it.
     src_mac : In(48), src_ip : In(128): this NIC's addresses.
     timestamp : Out(16): the free-running counter TSETH carries.
     frames, mem_errors : Out(32)
@@ -57,6 +71,7 @@ class HeaderBuilder(wiring.Component):
             "mem": Out(MemReadPort(width)),
             "o": Out(PacketStream(width)),
             "cpl": Out(stream.Signature(completion_layout(qps))),
+            "frame": Out(stream.Signature(frame_layout())),
             "src_mac": In(48), "src_ip": In(128),
             "timestamp": Out(16),
             "frames": Out(32), "mem_errors": Out(32),
@@ -137,6 +152,12 @@ class HeaderBuilder(wiring.Component):
         leftover = Signal(range(L + 1))
         tail_unused = Signal(range(L + 1))
         m.d.comb += tail_unused.eq(L - leftover)
+        tc = (wire.DscpClass.DATA_TRIMMABLE << 2) | 0b10
+        m.d.comb += [
+            self.frame.payload.ev.eq(cur.ev), self.frame.payload.route.eq(cur.route),
+            self.frame.payload.tc.eq(tc),
+            self.frame.payload.length.eq(wire.ETHERNET.length + wire.IPV6.length + ip_payload),
+        ]
         failed_wr = Signal(16)
         failed_qp = Signal(range(self._qps))
         m.d.comb += [self.cpl.payload.wr_id.eq(failed_wr), self.cpl.payload.qp.eq(failed_qp),
@@ -151,10 +172,13 @@ class HeaderBuilder(wiring.Component):
                                      self.mem_errors.eq(self.mem_errors + 1)]
                         m.next = "DRAIN"
                     with m.Else():
-                        m.d.comb += [self.o.valid.eq(1),
+                        # The first beat leaves together with the packet's frame record.
+                        first = beat == 0
+                        m.d.comb += [self.o.valid.eq(~first | self.frame.ready),
+                                     self.frame.valid.eq(first & self.o.ready),
                                      self.o.payload.data.eq(padded.word_select(beat, 8 * L)),
                                      self.o.payload.keep.eq((1 << L) - 1)]
-                        with m.If(self.o.ready):
+                        with m.If(self.o.ready & (~first | self.frame.ready)):
                             with m.If(beat == hdr_beats - 1):
                                 m.d.sync += [beat.eq(0), carry.eq(padded.word_select(
                                     hdr_beats, 8 * L))]

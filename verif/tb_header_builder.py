@@ -8,12 +8,13 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
 from scapy.compat import raw
+from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from mrcnic import layers as L
 from mrcnic.evmap import EvLayout
-from mrcnic.hdl.header_builder import build_request_layout
+from mrcnic.hdl.header_builder import build_request_layout, frame_layout
 from mrcnic.hdl.segmenter import WrStatus, completion_layout
 from mrcnic.icrc import icrc_bytes
 from mrcnic.verif.host_memory import HostMemory
@@ -41,6 +42,7 @@ async def packets_match_the_reference_sender(dut):
     req = source(dut, "req", rng, p["gap"])
     out = sink(dut, "o", rng, p["backpressure"])
     cpl = sink(dut, "cpl")
+    frames = sink(dut, "frame")
     profile = EvProfile(EvLayout(2, 4), 8, rng)
 
     expected = []     # (frame scapy packet or None, wr_id, qp)
@@ -86,6 +88,10 @@ async def packets_match_the_reference_sender(dut):
             assert (got["wr_id"], got["qp"], got["status"]) == (wr_id, q, WrStatus.MEMORY)
             continue
         got = await recv_packet(out)
+        rec = decode(frame_layout(), int.from_bytes(bytes((await frames.recv()).tdata), "little"))
+        assert rec["length"] == len(raw(got)) + 4, f"packet {k}: frame record says " \
+                                                   f"{rec['length']} bytes"
+        assert rec["ev"] == (got[UDP].sport << 16 | got[IPv6].fl), f"packet {k}: frame EV"
         # The timestamp is the DUT's own clock: take it, then it must only move forward.
         ts = got[L.TSETH].tx_timestamp
         assert last_ts is None or (ts - last_ts) % 65536 < 32768, "TSETH went backwards"

@@ -1,0 +1,58 @@
+"""Plane demultiplexer: sends each frame to the port of the plane its EV belongs to."""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .stream import PacketStream, check_width, keep_count
+
+__all__ = ["PlaneDemux"]
+
+
+class PlaneDemux(wiring.Component):
+    """Enters: frames on ``i`` and, per frame, its plane on ``plane``. Leaves: each frame whole on
+    ``plane<p>``. Counts frames and bytes per plane.
+
+    Attributes
+    ----------
+    i : In(PacketStream(width)); plane : In(stream {plane})
+    plane0 .. plane<N-1> : Out(PacketStream(width))
+    frames<p>, bytes<p> : Out(32)
+    """
+
+    def __init__(self, width=64, planes=2):
+        self._width = check_width(width)
+        if not isinstance(planes, int) or not 1 <= planes <= 16:
+            raise ValueError(f"planes must be 1 .. 16, not {planes!r}")
+        self._planes = planes
+        members = {"i": In(PacketStream(width)),
+                   "plane": In(stream.Signature(data.StructLayout({"plane": range(planes)})))}
+        for p in range(planes):
+            members[f"plane{p}"] = Out(PacketStream(width))
+            members[f"frames{p}"] = Out(32)
+            members[f"bytes{p}"] = Out(32)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        sel = Signal(range(self._planes))
+        busy = Signal()                  # a frame is on its way out; sel is its plane
+        n = keep_count(m, self.i.payload.keep)
+        end = Signal()                   # the frame's last beat leaves now
+        m.d.comb += [end.eq(busy & self.i.valid & self.i.ready & self.i.payload.last),
+                     self.plane.ready.eq(~busy | end)]   # the next plane without a gap
+        with m.If(self.plane.valid & self.plane.ready):
+            m.d.sync += [sel.eq(self.plane.payload.plane), busy.eq(1)]
+        with m.Elif(end):
+            m.d.sync += busy.eq(0)
+        for p in range(self._planes):
+            out = getattr(self, f"plane{p}")
+            here = busy & (sel == p)
+            m.d.comb += [out.payload.eq(self.i.payload), out.valid.eq(self.i.valid & here)]
+            with m.If(here):
+                m.d.comb += self.i.ready.eq(out.ready)
+            with m.If(here & self.i.valid & out.ready):
+                m.d.sync += getattr(self, f"bytes{p}").eq(getattr(self, f"bytes{p}") + n)
+                with m.If(self.i.payload.last):
+                    m.d.sync += getattr(self, f"frames{p}").eq(getattr(self, f"frames{p}") + 1)
+        return m

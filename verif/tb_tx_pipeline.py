@@ -1,0 +1,163 @@
+"""cocotb test of the whole TX pipeline: work requests in; on each plane, packets that equal,
+byte for byte (ICRC included), what the reference sender and the EV mapping say for the EV the
+spray scheduler chose; payload read from the host-memory model."""
+
+import random
+
+import cocotb
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiStreamFrame
+from scapy.compat import raw
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from mrcnic import layers as L
+from mrcnic.evmap import EvLayout, UsidTemplate, ev_split
+from mrcnic.hdl.qp_context import MTU_CODES, QpState, SrMode, context_write_layout
+from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
+from mrcnic.hdl.spray_scheduler import SprayScheduler
+from mrcnic.hdl.srv6_encap import template_layout
+from mrcnic.verif.host_memory import HostMemory
+from mrcnic.verif.layouts import decode, encode
+from mrcnic.verif.packets import assert_frames_equal, encapsulate
+from mrcnic.verif.tbkit import PcapTap, params, setup, sink, source
+from mrcnic.verif.tx_model import QueuePair, WriteRequest, segment
+
+BASE = 0x1_0000_0000
+SRC_MAC, SRC_IP = "02:00:00:00:00:01", (0xFD00 << 112) | 1
+OUTER_SRC = "fd00::1"
+
+
+@cocotb.test()
+async def tx_sends_what_the_reference_says(dut):
+    p = params()
+    rng = random.Random(p["seed"])
+    Q, E, P, S, T, U = (p[k] for k in ("qps", "evs", "planes", "spines", "templates",
+                                       "max_usids"))
+    layout = EvLayout(P, S)
+    await setup(dut)
+    dut.src_mac.value = int(SRC_MAC.replace(":", ""), 16)
+    dut.src_ip.value = SRC_IP
+    dut.port_ready.value = (1 << P) - 1
+    mem = HostMemory(dut, read="mem", write=None, rng=rng, latency=(2, 10), gap=0.1)
+    mem.map(BASE, 1 << 24)
+
+    # Templates, QP contexts and EV profiles, through the management ports.
+    tw, cw = source(dut, "template_write"), source(dut, "ctx_write")
+    ld = source(dut, "ev_load")
+    templates = {}
+    for t in range(T):
+        hops = (3, 9, 14, 5)[t % 4]
+        templates[t] = UsidTemplate(0xFCBB, tuple(rng.randrange(0x20, 0x1000) & ~0xF
+                                                  for _ in range(hops)), rng.randrange(hops))
+        await tw.send(AxiStreamFrame(encode(template_layout(T, U), {
+            "index": t, "block": 0xFCBB, "count": hops, "spine_index": templates[t].spine_index,
+            "usids": sum(u << (16 * i) for i, u in enumerate(templates[t].usids))})))
+    qps, modes, profiles = {}, {}, {}
+    load_layout = SprayScheduler(Q, E, P, 2).signature.members["load"].signature.members[
+        "payload"].shape
+    for q in range(Q):
+        code = rng.choice(sorted(MTU_CODES))
+        qps[q] = QueuePair(dqp=0x200 + q, src_mac=SRC_MAC, dst_mac=f"02:00:00:00:01:{q:02x}",
+                           src_ip=SRC_IP, dst_ip=(0xFD00 << 112) | (0x100 + q),
+                           mtu=MTU_CODES[code],
+                           next_psn=(1 << 24) - 2 if q == 0 else rng.getrandbits(24),
+                           msn=rng.getrandbits(16))
+        modes[q] = (SrMode.USID, SrMode.USID_SRH, SrMode.PLAIN, SrMode.USID)[q % 4]
+        state = QpState.RTS if q != Q - 1 else QpState.INIT
+        await cw.send(AxiStreamFrame(encode(context_write_layout(Q), {
+            "qp": q, "static": {"state": state, "dqp": qps[q].dqp, "mtu": code,
+                                "mode": modes[q], "template": q % T,
+                                "dst_mac": int(qps[q].dst_mac.replace(":", ""), 16),
+                                "dst_ip": qps[q].dst_ip},
+            "seq": {"next_psn": qps[q].next_psn, "msn": qps[q].msn}})))
+        # Entry i of a profile is on plane i % planes: EVs are made to match.
+        profiles[q] = [layout.make(i % P, rng.randrange(S), rng.getrandbits(32))
+                       for i in range(E)]
+        for i, ev in enumerate(profiles[q]):
+            await ld.send(AxiStreamFrame(encode(load_layout, {"qp": q, "index": i, "ev": ev})))
+    for s in (tw, cw, ld):
+        await s.wait()
+
+    # Work requests and what they must become.
+    expected, errors = {}, []
+    wr_src = source(dut, "wr")
+    free = BASE
+    for n in range(p["count"]):
+        q = rng.randrange(Q)
+        length = rng.choice([1, 100, qps[q].mtu, rng.randint(1, p["max_length"])])
+        if rng.random() < 0.05:
+            length = 0
+        data = rng.randbytes(length)
+        laddr, free = free, free + length + 64
+        await mem.write_bytes(laddr, data) if length else None
+        imm = rng.getrandbits(32) if rng.random() < 0.3 else None
+        va, rkey = rng.getrandbits(48), rng.getrandbits(32)
+        await wr_src.send(AxiStreamFrame(encode(work_request_layout(), {
+            "wr_id": n, "qp": q, "opcode": WrOpcode.WRITE_IMM if imm is not None else
+            WrOpcode.WRITE, "laddr": laddr, "va": va, "rkey": rkey, "length": length,
+            "imm": imm or 0})))
+        if length == 0:
+            errors.append((n, WrStatus.ZERO_LENGTH))
+        elif q == Q - 1:
+            errors.append((n, WrStatus.QP_NOT_RTS))
+        else:
+            for _, pkt in segment(qps[q], WriteRequest(va, rkey, data, imm), lambda: 0):
+                expected[(pkt[L.BTH].dqp, pkt[L.BTH].psn)] = (q, pkt)
+
+    # Collect every plane.
+    taps = [PcapTap(dut, f"plane{pl}", f"tx_plane{pl}") for pl in range(P)]
+    sinks = [sink(dut, f"plane{pl}", rng, p["backpressure"]) for pl in range(P)]
+    got = []
+
+    async def collect(pl):
+        while True:
+            f = await sinks[pl].recv()
+            got.append((pl, bytes(f.tdata)))
+
+    for pl in range(P):
+        cocotb.start_soon(collect(pl))
+    cl = completion_layout(Q)
+    csink = sink(dut, "cpl")
+    for n, status in errors:
+        c = decode(cl, int.from_bytes(bytes((await csink.recv()).tdata), "little"))
+        assert (c["wr_id"], c["status"]) == (n, status), f"completion {c}, expected {n} {status}"
+    for _ in range(200000):
+        if len(got) >= len(expected):
+            break
+        await ClockCycles(dut.clk, 10)
+    await ClockCycles(dut.clk, 20)
+    assert len(got) == len(expected), f"{len(got)} packets left, {len(expected)} expected"
+
+    seen = set()
+    per_plane = {q: [0] * P for q in range(Q)}
+    for k, (pl, frame) in enumerate(got):
+        pkt = Ether(frame)
+        key = (pkt[L.BTH].dqp, pkt[L.BTH].psn)
+        assert key in expected, f"packet {k}: DQP {key[0]:#x} PSN {key[1]:#x} was never asked for"
+        assert key not in seen, f"packet {k}: DQP {key[0]:#x} PSN {key[1]:#x} sent twice"
+        seen.add(key)
+        q, want = expected[key]
+        inner = pkt.getlayer(IPv6, nb=2) if pkt[IPv6].nh != 17 else pkt[IPv6]
+        ev = (inner[UDP].sport << 16) | (inner.fl & 0xFFFF)
+        assert ev in profiles[q], f"packet {k}: EV {ev:#x} is not in QP {q}'s profile"
+        assert pl == layout.plane(ev), f"packet {k}: EV {ev:#x} is on plane " \
+                                       f"{layout.plane(ev)}, left on plane {pl}"
+        per_plane[q][pl] += 1
+        w = want.copy()
+        w[UDP].sport, fl = ev_split(ev)
+        w[IPv6].fl = fl
+        w[L.TSETH].tx_timestamp = pkt[L.TSETH].tx_timestamp
+        w[L.BTH].icrc = None
+        w = Ether(raw(w))
+        if modes[q] is not SrMode.PLAIN:
+            w = encapsulate(w, templates[q % T], layout, ev, src=OUTER_SRC,
+                            force_srh=modes[q] is SrMode.USID_SRH)
+        assert_frames_equal(raw(w), frame, f"packet {k} (QP {q}, plane {pl})")
+    for q, counts in per_plane.items():
+        if sum(counts) > 1:
+            assert max(counts) - min(counts) <= 1 + sum(counts) // 8, \
+                f"QP {q} planes unbalanced: {counts}"
+    for t in taps:
+        t.close()
