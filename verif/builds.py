@@ -5,6 +5,7 @@ from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.hdl.register_bank import RegisterBank
+from mrcnic.hdl.tx_pipeline import TxPipeline
 from mrcnic.verif import harness
 from mrcnic.verif.toplevel import AxisTop
 
@@ -32,3 +33,12 @@ def register_bank(data_width=64, planes=2):
     consts = {"global.data_width": data_width, "global.planes": planes}
     return harness.build(lambda **kw: AxisTop(RegisterBank(constants=kw)), consts,
                          "register_bank")
+
+
+#: The TX pipeline configuration the tests, the bench and the demo share.
+TX_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14)
+
+
+def tx_pipeline(width):
+    return harness.build(lambda **kw: AxisTop(TxPipeline(**kw, backups=2)),
+                         {"width": width, **TX_CONFIG}, f"tx_pipeline_w{width}")

@@ -17,8 +17,8 @@ from mrcnic.hdl.register_bank import RegisterBank
 from mrcnic.hdl.segmenter import Segmenter
 from mrcnic.hdl.spray_scheduler import SprayScheduler
 from mrcnic.hdl.srv6_encap import Srv6Encapsulator
-from mrcnic.hdl.tx_pipeline import TxPipeline
 from mrcnic.hdl.stream import PacketFIFO, PacketRegSlice
+from mrcnic.hdl.tx_pipeline import TxPipeline
 from mrcnic.verif.harness import verilator_env
 
 BLOCKS = {

@@ -13,72 +13,24 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from mrcnic import layers as L
-from mrcnic.evmap import EvLayout, UsidTemplate, ev_split
-from mrcnic.hdl.qp_context import MTU_CODES, QpState, SrMode, context_write_layout
+from mrcnic.evmap import ev_split
+from mrcnic.hdl.qp_context import SrMode
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
-from mrcnic.hdl.spray_scheduler import SprayScheduler
-from mrcnic.hdl.srv6_encap import template_layout
-from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.packets import assert_frames_equal, encapsulate
-from mrcnic.verif.tbkit import PcapTap, params, setup, sink, source
-from mrcnic.verif.tx_model import QueuePair, WriteRequest, segment
-
-BASE = 0x1_0000_0000
-SRC_MAC, SRC_IP = "02:00:00:00:00:01", (0xFD00 << 112) | 1
-OUTER_SRC = "fd00::1"
+from mrcnic.verif.tbkit import PcapTap, params, sink, source
+from mrcnic.verif.tx_model import WriteRequest, segment
+from mrcnic.verif.tx_setup import BASE, OUTER_SRC, configure
 
 
 @cocotb.test()
 async def tx_sends_what_the_reference_says(dut):
     p = params()
     rng = random.Random(p["seed"])
-    Q, E, P, S, T, U = (p[k] for k in ("qps", "evs", "planes", "spines", "templates",
-                                       "max_usids"))
-    layout = EvLayout(P, S)
-    await setup(dut)
-    dut.src_mac.value = int(SRC_MAC.replace(":", ""), 16)
-    dut.src_ip.value = SRC_IP
-    dut.port_ready.value = (1 << P) - 1
-    mem = HostMemory(dut, read="mem", write=None, rng=rng, latency=(2, 10), gap=0.1)
-    mem.map(BASE, 1 << 24)
-
-    # Templates, QP contexts and EV profiles, through the management ports.
-    tw, cw = source(dut, "template_write"), source(dut, "ctx_write")
-    ld = source(dut, "ev_load")
-    templates = {}
-    for t in range(T):
-        hops = (3, 9, 14, 5)[t % 4]
-        templates[t] = UsidTemplate(0xFCBB, tuple(rng.randrange(0x20, 0x1000) & ~0xF
-                                                  for _ in range(hops)), rng.randrange(hops))
-        await tw.send(AxiStreamFrame(encode(template_layout(T, U), {
-            "index": t, "block": 0xFCBB, "count": hops, "spine_index": templates[t].spine_index,
-            "usids": sum(u << (16 * i) for i, u in enumerate(templates[t].usids))})))
-    qps, modes, profiles = {}, {}, {}
-    load_layout = SprayScheduler(Q, E, P, 2).signature.members["load"].signature.members[
-        "payload"].shape
-    for q in range(Q):
-        code = rng.choice(sorted(MTU_CODES))
-        qps[q] = QueuePair(dqp=0x200 + q, src_mac=SRC_MAC, dst_mac=f"02:00:00:00:01:{q:02x}",
-                           src_ip=SRC_IP, dst_ip=(0xFD00 << 112) | (0x100 + q),
-                           mtu=MTU_CODES[code],
-                           next_psn=(1 << 24) - 2 if q == 0 else rng.getrandbits(24),
-                           msn=rng.getrandbits(16))
-        modes[q] = (SrMode.USID, SrMode.USID_SRH, SrMode.PLAIN, SrMode.USID)[q % 4]
-        state = QpState.RTS if q != Q - 1 else QpState.INIT
-        await cw.send(AxiStreamFrame(encode(context_write_layout(Q), {
-            "qp": q, "static": {"state": state, "dqp": qps[q].dqp, "mtu": code,
-                                "mode": modes[q], "template": q % T,
-                                "dst_mac": int(qps[q].dst_mac.replace(":", ""), 16),
-                                "dst_ip": qps[q].dst_ip},
-            "seq": {"next_psn": qps[q].next_psn, "msn": qps[q].msn}})))
-        # Entry i of a profile is on plane i % planes: EVs are made to match.
-        profiles[q] = [layout.make(i % P, rng.randrange(S), rng.getrandbits(32))
-                       for i in range(E)]
-        for i, ev in enumerate(profiles[q]):
-            await ld.send(AxiStreamFrame(encode(load_layout, {"qp": q, "index": i, "ev": ev})))
-    for s in (tw, cw, ld):
-        await s.wait()
+    Q, P, T = p["qps"], p["planes"], p["templates"]
+    cfg = await configure(dut, p, rng, not_ready=(Q - 1,))
+    layout, mem, templates, qps, modes, profiles = (cfg.layout, cfg.mem, cfg.templates, cfg.qps,
+                                                    cfg.modes, cfg.profiles)
 
     # Work requests and what they must become.
     expected, errors = {}, []
