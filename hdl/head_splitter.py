@@ -48,24 +48,40 @@ class HeadSplitter(wiring.Component):
         m.d.comb += self.o.payload.data.eq(Cat(carry[:8 * (L - s)], d.data[:8 * s]) if s else
                                            d.data)
 
+        head_now = Signal(8 * H)      # the head with the current beat's part in it
+        m.d.comb += head_now.eq(head)
+        m.d.comb += head_now[8 * whole * L:].eq(d.data[:8 * (H - whole * L)])
+
+        def take_head_beat():
+            # A beat that is all head (or its first part) is being taken. The last of them offers
+            # the head at once; only if that is not taken does the head wait in PUBLISH.
+            for b in range(whole + 1):
+                with m.If(beat == b):
+                    lo, hi = b * L, min(H, (b + 1) * L)
+                    m.d.sync += head[8 * lo:8 * hi].eq(d.data[:8 * (hi - lo)])
+            with m.If(beat == whole):
+                m.d.comb += [self.head.valid.eq(1), self.head.payload.data.eq(head_now)]
+                m.d.sync += [beat.eq(0), carry.eq(d.data >> (8 * s))]
+                with m.If(d.last):
+                    m.d.sync += flush.eq(n - s)
+                    with m.If(self.head.ready):
+                        m.next = "FLUSH"
+                    with m.Else():
+                        m.next = "PUBLISH_LAST"
+                with m.Else():
+                    with m.If(self.head.ready):
+                        m.next = "BODY"
+                    with m.Else():
+                        m.next = "PUBLISH"
+            with m.Else():
+                m.d.sync += beat.eq(beat + 1)
+                m.next = "HEAD"
+
         with m.FSM():
             with m.State("HEAD"):
-                # Beats that are all head (or the first part of it).
                 m.d.comb += self.i.ready.eq(1)
                 with m.If(self.i.valid):
-                    for b in range(whole + 1):
-                        with m.If(beat == b):
-                            lo, hi = b * L, min(H, (b + 1) * L)
-                            m.d.sync += head[8 * lo:8 * hi].eq(d.data[:8 * (hi - lo)])
-                    with m.If(beat == whole):
-                        m.d.sync += [beat.eq(0), carry.eq(d.data >> (8 * s))]
-                        with m.If(d.last):
-                            m.d.sync += flush.eq(n - s)
-                            m.next = "PUBLISH_LAST"
-                        with m.Else():
-                            m.next = "PUBLISH"
-                    with m.Else():
-                        m.d.sync += beat.eq(beat + 1)
+                    take_head_beat()
             with m.State("PUBLISH"):
                 # Hand the head over, then stream the rest.
                 m.d.comb += [self.head.valid.eq(1), self.head.payload.data.eq(head)]
@@ -105,6 +121,14 @@ class HeadSplitter(wiring.Component):
                              self.o.payload.keep.eq(keep_mask(m, flush, L)),
                              self.o.payload.last.eq(1)]
                 with m.If(self.o.ready):
-                    m.next = "HEAD"
+                    if whole == 0:
+                        # The next frame's first beat makes no output of its own: take it now.
+                        m.d.comb += self.i.ready.eq(1)
+                        with m.If(self.i.valid):
+                            take_head_beat()
+                        with m.Else():
+                            m.next = "HEAD"
+                    else:
+                        m.next = "HEAD"
         return m
 

@@ -65,17 +65,24 @@ class PrefixInserter(wiring.Component):
         beat = Signal(range(beats + 1))
         flush = Signal(range(L + 1))
 
+        def take_prefix():
+            # Latch the next frame's prefix; called when idle and as a frame ends, so frames
+            # follow each other without a gap.
+            pl = self.prefix.payload
+            m.d.comb += self.prefix.ready.eq(1)
+            with m.If(self.prefix.valid):
+                m.d.sync += [pre.eq(pl.data), length.eq(pl.length), beat.eq(0)]
+                with m.If(pl.length < L):          # no whole prefix beat
+                    m.d.sync += carry.eq(pl.data[:8 * L])
+                    m.next = "BODY"
+                with m.Else():
+                    m.next = "PREFIX"
+            with m.Else():
+                m.next = "IDLE"
+
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += self.prefix.ready.eq(1)
-                with m.If(self.prefix.valid):
-                    m.d.sync += [pre.eq(self.prefix.payload.data),
-                                 length.eq(self.prefix.payload.length), beat.eq(0)]
-                    with m.If(self.prefix.payload.length < L):   # no whole prefix beat
-                        m.d.sync += carry.eq(self.prefix.payload.data[:8 * L])
-                        m.next = "BODY"
-                    with m.Else():
-                        m.next = "PREFIX"
+                take_prefix()
             with m.State("PREFIX"):
                 with m.If(beat == whole):
                     m.d.sync += carry.eq(pre.word_select(beat, 8 * L))
@@ -101,7 +108,7 @@ class PrefixInserter(wiring.Component):
                     m.d.sync += carry.eq(rest)
                     with m.If(d.last):
                         with m.If(total <= L):
-                            m.next = "IDLE"
+                            take_prefix()
                         with m.Else():
                             m.d.sync += flush.eq(total - L)
                             m.next = "FLUSH"
@@ -110,5 +117,5 @@ class PrefixInserter(wiring.Component):
                              self.o.payload.keep.eq(keep_mask(m, flush, L)),
                              self.o.payload.last.eq(1)]
                 with m.If(self.o.ready):
-                    m.next = "IDLE"
+                    take_prefix()
         return m

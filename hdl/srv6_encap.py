@@ -12,7 +12,7 @@ from .head_splitter import HeadSplitter
 from .headers import header_bytes
 from .prefix_inserter import PrefixInserter
 from .qp_context import SrMode
-from .stream import PacketStream, check_width
+from .stream import PacketFIFO, PacketStream, check_width
 
 __all__ = ["Srv6Encapsulator", "route_layout", "template_layout"]
 
@@ -84,7 +84,11 @@ class Srv6Encapsulator(wiring.Component):
         m.submodules.split = split = HeadSplitter(self._width, wire.ETHERNET.length)
         m.submodules.insert = insert = PrefixInserter(self._width, self.prefix_lengths())
         wiring.connect(m, wiring.flipped(self.i), split.i)
-        wiring.connect(m, split.o, insert.i)
+        # A few beats of slack let the splitter take the next frame's Ethernet header while the
+        # inserter still sends this frame's body, so the next prefix is ready when it ends.
+        m.submodules.body = body = PacketFIFO(self._width, 8)
+        wiring.connect(m, split.o, body.i)
+        wiring.connect(m, body.o, insert.i)
         wiring.connect(m, insert.o, wiring.flipped(self.o))
 
         tl = template_layout(T, U)

@@ -64,3 +64,32 @@ async def frames_leave_source_routed(dut):
         assert_frames_equal(want, bytes(got.tdata), f"frame {n}")
     await ClockCycles(dut.clk, 2)
     tap.close()
+
+
+@cocotb.test()
+async def reference_example_carriers(dut):
+    """MRC-REFERENCE's 2-plane example (host0 -> host2), computed by the gateware."""
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    table = {0x0000: "fcbb:20:10:22::", 0x0001: "fcbb:20:11:22::",
+             0x0100: "fcbb:1020:1010:1022::", 0x0101: "fcbb:1020:1011:1022::"}
+    p = params()
+    T, U = p["templates"], p["max_usids"]
+    rng = random.Random(1)
+    await setup(dut)
+    dut.src_ip.value = SRC
+    tw = source(dut, "template_write")
+    await tw.send(AxiStreamFrame(encode(template_layout(T, U), {
+        "index": 0, "block": 0xFCBB, "count": 3, "spine_index": 1,
+        "usids": 0x0020 | 0x0010 << 16 | 0x0022 << 32})))
+    await tw.wait()
+    src, route, out = source(dut, "i"), source(dut, "route"), sink(dut, "o")
+    for ev in table:
+        frame = raw(random_mrc(rng, max_payload=64, ev=ev))
+        await route.send(AxiStreamFrame(encode(route_layout(T), {
+            "ev": ev, "template": 0, "mode": SrMode.USID, "tc": 0, "length": len(frame)})))
+        await src.send(frame)
+    for ev, addr in table.items():
+        got = Ether(bytes((await out.recv()).tdata))
+        assert got[IPv6].dst == addr, f"EV {ev:#06x}: outer destination {got[IPv6].dst}, " \
+                                      f"the reference table says {addr}"
