@@ -6,7 +6,18 @@ from amaranth.lib.wiring import In, Out
 
 from .stream import PacketStream, check_width, keep_count
 
-__all__ = ["PlaneDemux"]
+__all__ = ["PlaneDemux", "plane_members"]
+
+
+def plane_members(width, planes):
+    """The per-plane ports a block that feeds the planes offers: a packet stream and its frame
+    and byte counters for each plane."""
+    members = {}
+    for p in range(planes):
+        members[f"plane{p}"] = Out(PacketStream(width))
+        members[f"frames{p}"] = Out(32)
+        members[f"bytes{p}"] = Out(32)
+    return members
 
 
 class PlaneDemux(wiring.Component):
@@ -25,13 +36,10 @@ class PlaneDemux(wiring.Component):
         if not isinstance(planes, int) or not 1 <= planes <= 16:
             raise ValueError(f"planes must be 1 .. 16, not {planes!r}")
         self._planes = planes
-        members = {"i": In(PacketStream(width)),
-                   "plane": In(stream.Signature(data.StructLayout({"plane": range(planes)})))}
-        for p in range(planes):
-            members[f"plane{p}"] = Out(PacketStream(width))
-            members[f"frames{p}"] = Out(32)
-            members[f"bytes{p}"] = Out(32)
-        super().__init__(members)
+        super().__init__({
+            "i": In(PacketStream(width)),
+            "plane": In(stream.Signature(data.StructLayout({"plane": range(planes)}))),
+            **plane_members(width, planes)})
 
     def elaborate(self, platform):
         m = Module()

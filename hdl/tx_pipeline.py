@@ -9,12 +9,12 @@ from mrcnic.evmap import EvLayout
 from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
-from .plane_demux import PlaneDemux
+from .plane_demux import PlaneDemux, plane_members
 from .qp_context import context_write_layout, static_layout
 from .segmenter import Segmenter, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
-from .stream import PacketStream, check_width
+from .stream import check_width
 
 __all__ = ["TxPipeline"]
 
@@ -69,11 +69,8 @@ class TxPipeline(wiring.Component):
             "template_write": In(stream.Signature(template_layout(templates, max_usids))),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
             "requests": Out(32), "errors": Out(32), "mem_errors": Out(32),
+            **plane_members(width, planes),
         }
-        for p in range(planes):
-            members[f"plane{p}"] = Out(PacketStream(width))
-            members[f"frames{p}"] = Out(32)
-            members[f"bytes{p}"] = Out(32)
         super().__init__(members)
 
     def elaborate(self, platform):
