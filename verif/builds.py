@@ -39,6 +39,10 @@ def register_bank(data_width=64, planes=2):
 TX_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14)
 
 
-def tx_pipeline(width):
+def tx_pipeline(width, **config):
+    """The TX pipeline at ``width``, in TX_CONFIG with ``config`` changing any of it."""
+    unknown = set(config) - set(TX_CONFIG)
+    if unknown:
+        raise ValueError(f"no TX pipeline parameter(s) {sorted(unknown)}")
     return harness.build(lambda **kw: AxisTop(TxPipeline(**kw, backups=2)),
-                         {"width": width, **TX_CONFIG}, f"tx_pipeline_w{width}")
+                         {"width": width, **TX_CONFIG, **config}, f"tx_pipeline_w{width}")

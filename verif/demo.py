@@ -1,14 +1,17 @@
 """``make demo``: one MRC write sprayed across a multi-plane fabric, through the gateware.
 
-What runs where, today:
-  sender     the reference sender (verif/tx_model.py): segmentation, RETH in every packet,
-             EVs sprayed evenly over the planes, the EV's uSID route (sw/evmap.py)
-  TX         gateware under Verilator: the ICRC inserter appends each packet's ICRC
-  network    the uSID fabric (verif/fabric.py): SRv6 encapsulation per EV, shift-and-forward
-             through leaf and spine switches of each plane, one spine link killed mid-transfer
+What runs where:
+  TX         gateware under Verilator, the whole TX pipeline: the work request is cut into
+             packets (RETH in every one), each packet gets an EV from the QP's profile (planes
+             in turn), its headers and payload (read from the host-memory model), its ICRC, its
+             SRv6 outer header to the EV's uSID carrier, and leaves on its plane's port
+  network    the uSID fabric (verif/fabric.py): shift-and-forward through leaf and spine
+             switches of each plane, one spine link killed mid-transfer
   RX         gateware under Verilator: the header parser reads every arriving frame (outer
              IPv6, SRH, inner headers); after decapsulation the ICRC checker verifies it
   receiver   places each good packet's payload at its RETH address and checks the bytes
+  reference  every TX packet is compared with the reference sender's (verif/tx_model.py) for
+             the EV the gateware chose
 
 The reliability engine (selective retransmit, EV failover) is not built yet, so packets lost
 on the dead link stay lost: the summary says which, and on which EVs.
@@ -26,14 +29,15 @@ from pathlib import Path
 
 from scapy.compat import raw
 from scapy.layers.l2 import Ether
-from scapy.utils import PcapWriter, rdpcap, wrpcap
+from scapy.utils import PcapWriter, wrpcap
 
 from mrcnic import layers as L
 from mrcnic.evmap import EvLayout
+from mrcnic.hdl.qp_context import MTU_CODES, SrMode
 from mrcnic.verif import builds, harness
 from mrcnic.verif.fabric import Fabric, template
-from mrcnic.verif.packets import encapsulate
-from mrcnic.verif.tx_model import MTUS, EvProfile, QueuePair, WriteRequest, segment
+from mrcnic.verif.tx_model import MTUS, QueuePair, WriteRequest, segment
+from mrcnic.verif.tx_setup import SRC_IP, SRC_MAC, reference_frame, sent_ev
 
 SCENARIOS = {"linkdown": "a spine link of plane 0 dies 40% into the transfer",
              "clean": "no failure"}
@@ -77,26 +81,42 @@ def main(argv=None) -> int:
     print(f"mrcnic demo: scenario {a.scenario} ({SCENARIOS[a.scenario]}), {a.size} bytes, "
           f"MTU {a.mtu}, {a.planes} planes x {a.spines} spines, seed {seed}")
 
-    # Sender.
+    # The QP and its message, and what the reference sender says they become.
     layout = EvLayout(planes=a.planes, spines=a.spines)
-    profile = EvProfile(layout, a.evs, rng)
-    qp = QueuePair(dqp=0x11, mtu=a.mtu, next_psn=rng.getrandbits(24))
+    route = template(SRC_LEAF, DST_LEAF)
+    # Entry i of an EV profile is on plane i % planes; spines spread evenly, entropy random.
+    evs = [layout.make(i % a.planes, (i // a.planes) % a.spines, rng.getrandbits(32))
+           for i in range(a.evs)]
+    qp = QueuePair(dqp=0x11, src_mac=SRC_MAC, src_ip=SRC_IP, mtu=a.mtu,
+                   next_psn=rng.getrandbits(24))
     message = rng.randbytes(a.size)
     wr = WriteRequest(va=0x10_0000_0000, rkey=0x1234, data=message)
     first_psn = qp.next_psn
-    packets = segment(qp, wr, profile.pick)
-    _stage(f"sender: {len(packets)} packets, PSN {first_psn:#x} .. {(qp.next_psn - 1) % 2**24:#x}")
+    reference = {pkt[L.BTH].psn: pkt for _, pkt in segment(qp, wr, lambda: 0)}
+    _stage(f"work request: {a.size} bytes -> {len(reference)} packets, PSN {first_psn:#x} .. "
+           f"{(qp.next_psn - 1) % 2**24:#x}, {a.evs} EVs over {a.planes} planes")
 
-    # TX gateware: ICRC.
-    wrpcap(str(out / "tx_in.pcap"), [Ether(raw(p)[:-4]) for _, p in packets])
-    _stage(f"TX: building/running the ICRC inserter (w{a.width}) under Verilator")
-    b = builds.icrc_inserter(a.width)
-    harness.run(b, "mrcnic.verif.tb_stage", {"input": str(out / "tx_in.pcap"),
-                                             "output": str(out / "tx_out")}, tag="demo_tx")
-    tx = json.loads((out / "tx_out.json").read_text())
-    tx_frames = [bytes(p) for p in rdpcap(str(out / "tx_out.pcap"))]
-    icrc_match = sum(f == raw(p) for f, (_, p) in zip(tx_frames, packets, strict=True))
-    _stage(f"TX: {icrc_match}/{len(packets)} frames equal the scapy-built packet, ICRC included")
+    # TX gateware: segmenter, spray scheduler, header builder, ICRC, SRv6, planes.
+    _stage(f"TX: building/running the TX pipeline (w{a.width}) under Verilator")
+    config = {**builds.TX_CONFIG, "planes": a.planes, "spines": a.spines,
+              "evs": max(a.evs, 2)}
+    b = builds.tx_pipeline(a.width, **{k: v for k, v in config.items()
+                                       if v != builds.TX_CONFIG.get(k)})
+    code = {v: k for k, v in MTU_CODES.items()}[a.mtu]
+    (out / "message.bin").write_bytes(message)
+    harness.run(b, "mrcnic.verif.tb_demo_tx", {
+        **config, "width": a.width, "out": str(out), "qp": 0, "dqp": qp.dqp,
+        "dst_mac": qp.dst_mac, "dst_ip": qp.dst_ip, "mtu_code": code, "psn": first_psn,
+        "block": route.block, "usids": list(route.usids), "spine_index": route.spine_index,
+        "evs_list": evs, "laddr": 0x2000_0000, "va": wr.va, "rkey": wr.rkey,
+        "message_file": str(out / "message.bin"), "packets": len(reference)}, tag="demo_tx")
+    tx = json.loads((out / "tx.json").read_text())["packets"]
+    tx.sort(key=lambda r: r["time"])
+    frames = [bytes.fromhex(r["frame"]) for r in tx]
+    matches = sum(f == reference_frame(reference[Ether(f)[L.BTH].psn], f, route, layout,
+                                       SrMode.USID) for f in frames)
+    _stage(f"TX: {len(frames)} packets left on {a.planes} planes; {matches} equal, byte for "
+           "byte, the reference packet for the EV the scheduler chose")
 
     # Network.
     fabric = Fabric(a.planes, a.spines, leaves=4)
@@ -105,21 +125,17 @@ def main(argv=None) -> int:
     if a.scenario == "linkdown":
         kill_at = tx[int(len(tx) * 0.4)]["time"]
         fabric.kill(*dead, at=kill_at)
-    route = template(SRC_LEAF, DST_LEAF)
-    wires = {p: PcapWriter(str(out / f"wire_plane{p}.pcap"), linktype=1) for p in range(a.planes)}
     arrivals, per_path = [], defaultdict(Counter)
-    for (ev, _), frame, rec in zip(packets, tx_frames, tx, strict=True):
+    for rec, frame in zip(tx, frames, strict=True):
+        ev = sent_ev(frame)
         plane, spine = layout.plane(ev), layout.spine(ev)
-        enc = raw(encapsulate(Ether(frame), route, layout, ev))
-        on_wire = Ether(enc)
-        on_wire.time = rec["time"]
-        wires[plane].write(on_wire)
-        d = fabric.forward(enc, plane, rec["time"], SRC_LEAF)
+        if plane != rec["plane"]:
+            raise SystemExit(f"EV {ev:#x} belongs to plane {plane} but left on plane "
+                             f"{rec['plane']}")
+        d = fabric.forward(frame, plane, rec["time"], SRC_LEAF)
         per_path[(plane, spine)]["sent"] += 1
         per_path[(plane, spine)]["lost" if d.frame is None else "delivered"] += 1
-        arrivals.append((d, ev, rec["time"], enc))
-    for w in wires.values():
-        w.close()
+        arrivals.append((d, ev, rec["time"], frame))
     delivered = sorted((x for x in arrivals if x[0].frame is not None), key=lambda x: x[0].time)
     lost = [x for x in arrivals if x[0].frame is None]
     _stage(f"network: {len(delivered)} delivered, {len(lost)} lost"
@@ -157,22 +173,23 @@ def main(argv=None) -> int:
         payload = raw(pkt[L.RETH].payload)   # the ICRC is BTH's trailer, not payload
         memory[off:off + len(payload)] = payload
         placed.add(pr["meta"]["bth"]["psn"])
-    missing = [(first_psn + i) % 2**24 for i in range(len(packets))
+    missing = [(first_psn + i) % 2**24 for i in range(len(reference))
                if (first_psn + i) % 2**24 not in placed]
     good_bytes = sum(memory[i * a.mtu:(i + 1) * a.mtu] == message[i * a.mtu:(i + 1) * a.mtu]
-                     for i in range(len(packets)))
+                     for i in range(len(reference)))
 
     _plot(out / "paths.png", arrivals, layout, kill_at)
     end = max(d.time for d, *_ in delivered) if delivered else 0
     print()
     print("summary")
     print(f"  seed                   {seed}  (replay: make demo ARGS='--seed {seed}')")
-    print(f"  packets                {len(packets)} sent, {len(delivered)} delivered, "
+    print(f"  packets                {len(reference)} sent, {len(delivered)} delivered, "
           f"{len(lost)} lost")
-    print(f"  TX ICRC (gateware)     {icrc_match}/{len(packets)} equal to scapy's packet")
+    print(f"  TX (gateware)          {matches}/{len(reference)} packets equal the reference sender's "
+          "for the EV chosen")
     print("  RX parse (gateware)    " + ", ".join(f"{k} {v}" for k, v in parse_errors.items()))
     print(f"  RX ICRC (gateware)     {sum(c['user'] for c in checked)}/{len(checked)} correct")
-    print(f"  placed                 {len(placed)} packets; {good_bytes}/{len(packets)} MTU "
+    print(f"  placed                 {len(placed)} packets; {good_bytes}/{len(reference)} MTU "
           f"segments of memory byte-exact")
     if end:
         print(f"  goodput                {len(placed) * a.mtu * 8 / end / 1e9:.2f} Gb/s of "
@@ -187,10 +204,10 @@ def main(argv=None) -> int:
         print(f"  missing PSNs           {len(missing)}: "
               + ", ".join(f"{p:#x}" for p in missing[:8]) + (" ..." if len(missing) > 8 else ""))
         print("  (no retransmission yet: the reliability engine is the next piece to build)")
-    print(f"\n  pcaps: {out}/tx_in.pcap, tx_out.pcap, wire_plane*.pcap, rx_wire.pcap, "
+    print(f"\n  pcaps: {out}/tx_plane*.pcap (what each plane sent), rx_wire.pcap (what arrived), "
           f"rx_decap.pcap (open with wireshark or `mrcnic decode FILE`)")
     print(f"  plot:  {out}/paths.png")
-    ok = icrc_match == len(packets) and good_bytes == len(placed) and \
+    ok = matches == len(reference) and good_bytes == len(placed) and \
         parse_errors.get("NONE", 0) == len(delivered)
     return 0 if ok else 1
 

@@ -93,7 +93,7 @@ async def descriptors_match_the_reference_sender(dut):
     clay = completion_layout(qps)
     for n, status in expected_cpls:
         got = decode(clay, int.from_bytes(bytes((await cpls.recv()).tdata), "little"))
-        assert (got["wr_id"], got["status"]) == (n, status.value), (
+        assert (got["wr_id"], got["status"]) == (n, status), (
             f"completion {got}, expected work request {n} {status.name}")
     assert pkts.empty() and cpls.empty()
     await ClockCycles(dut.clk, 2)

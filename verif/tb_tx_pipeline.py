@@ -7,20 +7,15 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
-from scapy.compat import raw
-from scapy.layers.inet import UDP
-from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from mrcnic import layers as L
-from mrcnic.evmap import ev_split
-from mrcnic.hdl.qp_context import SrMode
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.verif.layouts import decode, encode
-from mrcnic.verif.packets import assert_frames_equal, encapsulate
+from mrcnic.verif.packets import assert_frames_equal
 from mrcnic.verif.tbkit import PcapTap, params, sink, source
 from mrcnic.verif.tx_model import WriteRequest, segment
-from mrcnic.verif.tx_setup import BASE, OUTER_SRC, configure
+from mrcnic.verif.tx_setup import BASE, configure, reference_frame, sent_ev
 
 
 @cocotb.test()
@@ -91,22 +86,13 @@ async def tx_sends_what_the_reference_says(dut):
         assert key not in seen, f"packet {k}: DQP {key[0]:#x} PSN {key[1]:#x} sent twice"
         seen.add(key)
         q, want = expected[key]
-        inner = pkt.getlayer(IPv6, nb=2) if pkt[IPv6].nh != 17 else pkt[IPv6]
-        ev = (inner[UDP].sport << 16) | (inner.fl & 0xFFFF)
+        ev = sent_ev(frame)
         assert ev in profiles[q], f"packet {k}: EV {ev:#x} is not in QP {q}'s profile"
         assert pl == layout.plane(ev), f"packet {k}: EV {ev:#x} is on plane " \
                                        f"{layout.plane(ev)}, left on plane {pl}"
         per_plane[q][pl] += 1
-        w = want.copy()
-        w[UDP].sport, fl = ev_split(ev)
-        w[IPv6].fl = fl
-        w[L.TSETH].tx_timestamp = pkt[L.TSETH].tx_timestamp
-        w[L.BTH].icrc = None
-        w = Ether(raw(w))
-        if modes[q] is not SrMode.PLAIN:
-            w = encapsulate(w, templates[q % T], layout, ev, src=OUTER_SRC,
-                            force_srh=modes[q] is SrMode.USID_SRH)
-        assert_frames_equal(raw(w), frame, f"packet {k} (QP {q}, plane {pl})")
+        assert_frames_equal(reference_frame(want, frame, templates[q % T], layout, modes[q]),
+                            frame, f"packet {k} (QP {q}, plane {pl})")
     for q, counts in per_plane.items():
         if sum(counts) > 1:
             assert max(counts) - min(counts) <= 1 + sum(counts) // 8, \

@@ -7,17 +7,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cocotbext.axi import AxiStreamFrame
+from scapy.compat import raw
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
 
-from mrcnic.evmap import EvLayout, UsidTemplate
+from mrcnic import layers as L
+from mrcnic.evmap import EvLayout, UsidTemplate, ev_split
 from mrcnic.hdl.qp_context import MTU_CODES, QpState, SrMode, context_write_layout
 from mrcnic.hdl.spray_scheduler import SprayScheduler
 from mrcnic.hdl.srv6_encap import template_layout
 from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.layouts import encode
+from mrcnic.verif.packets import encapsulate
 from mrcnic.verif.tbkit import setup, source
 from mrcnic.verif.tx_model import QueuePair
+from mrcnic.wire import IPPROTO_UDP
 
-__all__ = ["TxConfig", "configure", "BASE", "SRC_MAC", "SRC_IP", "OUTER_SRC"]
+__all__ = ["TxConfig", "configure", "BASE", "SRC_MAC", "SRC_IP", "OUTER_SRC", "sent_ev",
+           "reference_frame"]
 
 BASE = 0x1_0000_0000
 SRC_MAC, SRC_IP = "02:00:00:00:00:01", (0xFD00 << 112) | 1
@@ -83,3 +91,26 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
     for s in (tw, cw, ld):
         await s.wait()
     return cfg
+
+
+def sent_ev(frame: bytes) -> int:
+    """The EV a frame the TX pipeline sent carries (inner UDP source port and flow label)."""
+    pkt = Ether(frame)
+    inner = pkt.getlayer(IPv6, nb=2) if pkt[IPv6].nh != IPPROTO_UDP else pkt[IPv6]
+    return (inner[UDP].sport << 16) | (inner.fl & 0xFFFF)
+
+
+def reference_frame(want, frame: bytes, template, layout, mode) -> bytes:
+    """What the TX pipeline must send for the reference sender's packet ``want``, given the EV
+    and TSETH timestamp it chose (read from ``frame``): the packet on that EV, encapsulated per
+    ``mode``, ICRC included."""
+    ev = sent_ev(frame)
+    w = want.copy()
+    w[UDP].sport, w[IPv6].fl = ev_split(ev)
+    w[L.TSETH].tx_timestamp = Ether(frame)[L.TSETH].tx_timestamp
+    w[L.BTH].icrc = None
+    w = Ether(raw(w))
+    if mode is not SrMode.PLAIN:
+        w = encapsulate(w, template, layout, ev, src=OUTER_SRC,
+                        force_srh=mode is SrMode.USID_SRH)
+    return raw(w)
