@@ -1,7 +1,7 @@
 """SRv6 encapsulation: the outer IPv6 header (and SRH) that source-routes a packet on its EV."""
 
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -89,6 +89,12 @@ class Srv6Encapsulator(wiring.Component):
         m.submodules.body = body = PacketFIFO(self._width, 8)
         wiring.connect(m, split.o, body.i)
         wiring.connect(m, body.o, insert.i)
+        # Heads queue too, so the splitter goes on with the next frame's body before the
+        # inserter has taken that frame's prefix.
+        m.submodules.heads = heads = fifo.SyncFIFOBuffered(width=8 * wire.ETHERNET.length,
+                                                          depth=4)
+        m.d.comb += [heads.w_data.eq(split.head.payload.data), heads.w_en.eq(split.head.valid),
+                     split.head.ready.eq(heads.w_rdy)]
         wiring.connect(m, insert.o, wiring.flipped(self.o))
 
         tl = template_layout(T, U)
@@ -156,16 +162,16 @@ class Srv6Encapsulator(wiring.Component):
                     m.d.sync += route.eq(self.route.payload)
                     m.next = "PREFIX"
             with m.State("PREFIX"):
-                eth = split.head.payload.data
+                eth = heads.r_data
                 plain = route.mode == SrMode.PLAIN
                 m.d.comb += [
-                    insert.prefix.valid.eq(split.head.valid),
+                    insert.prefix.valid.eq(heads.r_rdy),
                     insert.prefix.payload.data.eq(Cat(eth, outer, srh, *segments)),
                     insert.prefix.payload.length.eq(
                         Mux(plain, wire.ETHERNET.length,
                             wire.ETHERNET.length + wire.IPV6.length + srh_len)),
-                    split.head.ready.eq(insert.prefix.ready),
+                    heads.r_en.eq(insert.prefix.ready),
                 ]
-                with m.If(split.head.valid & insert.prefix.ready):
+                with m.If(heads.r_rdy & insert.prefix.ready):
                     m.next = "ROUTE"
         return m
