@@ -1,6 +1,6 @@
 """Header builder: turns each packet descriptor into a framed MRC packet with its payload."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,7 +10,7 @@ from .headers import header_bytes
 from .host_memory import MemReadPort
 from .qp_context import SrMode
 from .segmenter import WrStatus, completion_layout, packet_descriptor_layout
-from .stream import PacketStream, check_width, keep_count
+from .stream import PacketStream, check_width, keep_count, keep_mask
 
 __all__ = ["HeaderBuilder", "build_request_layout", "frame_layout", "HEADER_BYTES"]
 
@@ -145,13 +145,10 @@ class HeaderBuilder(wiring.Component):
         s = Mux(imm, s1, s0)
         n = keep_count(m, d.keep)
         total = Signal(range(2 * L + 1))
-        unused = Signal(range(2 * L + 1))        # lanes of a 2L-byte beat past the frame's end
-        m.d.comb += [total.eq(s + n), unused.eq(2 * L - total)]
+        m.d.comb += total.eq(s + n)
 
         beat = Signal(range(hdr_beats + 1))
         leftover = Signal(range(L + 1))
-        tail_unused = Signal(range(L + 1))
-        m.d.comb += tail_unused.eq(L - leftover)
         tc = (wire.DscpClass.DATA_TRIMMABLE << 2) | 0b10
         m.d.comb += [
             self.frame.payload.ev.eq(cur.ev), self.frame.payload.route.eq(cur.route),
@@ -190,8 +187,7 @@ class HeaderBuilder(wiring.Component):
                              self.o.payload.data.eq(shifted),
                              self.mem.data.ready.eq(self.o.ready)]
                 with m.If(d.last & (total <= L)):
-                    m.d.comb += [self.o.payload.keep.eq(Const((1 << (2 * L)) - 1, 2 * L)
-                                                        >> unused),
+                    m.d.comb += [self.o.payload.keep.eq(keep_mask(m, total, L)),
                                  self.o.payload.last.eq(1)]
                 with m.Else():
                     m.d.comb += self.o.payload.keep.eq((1 << L) - 1)
@@ -207,7 +203,7 @@ class HeaderBuilder(wiring.Component):
                             m.next = "TAIL"
             with m.State("TAIL"):
                 m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(carry),
-                             self.o.payload.keep.eq(Const((1 << L) - 1, L) >> tail_unused),
+                             self.o.payload.keep.eq(keep_mask(m, leftover, L)),
                              self.o.payload.last.eq(1)]
                 with m.If(self.o.ready):
                     m.d.comb += pending.r_en.eq(1)
