@@ -95,7 +95,7 @@ class HostMemory:
         layout = read_request_layout()
         while True:
             frame = await self.req.recv()
-            req = decode(layout, int.from_bytes(bytes(frame.tdata), "little"))
+            req = decode(layout, frame.tdata)
             lo, hi = self.latency
             self._due.append((self.cycle + self.rng.randint(lo, hi), req, self.cycle))
             self._ready.set()

@@ -19,8 +19,11 @@ def encode(layout, values: dict) -> bytes:
     return v.to_bytes((layout.size + 7) // 8, "little")
 
 
-def decode(layout, value: int) -> dict:
-    """A nested dict from the bits of a value of ``layout``; enum fields come back as members."""
+def decode(layout, value) -> dict:
+    """A nested dict from a value of ``layout`` (an int, or bytes as a stream's tdata, the form
+    :func:`encode` gives); enum fields come back as members."""
+    if not isinstance(value, int):
+        value = int.from_bytes(bytes(value), "little")
     out = {}
     for name, f in layout:
         v = (value >> f.offset) & ((1 << f.width) - 1)

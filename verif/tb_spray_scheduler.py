@@ -56,7 +56,7 @@ class Tb:
         out = []
         for q in order:
             g = await self.grant.recv()
-            d = decode(self.lay["grant"], int.from_bytes(bytes(g.tdata), "little"))
+            d = decode(self.lay["grant"], g.tdata)
             assert d["qp"] == q, f"grant for QP {d['qp']}, request was for QP {q}"
             i = d["index"]
             assert i < self.size, f"index {i} outside the profile"

@@ -45,7 +45,7 @@ async def stage(dut):
         rec = {"time": t, "length": len(got.tdata), "user": last_user(got)}
         if meta is not None:
             m = await meta.recv()
-            d = decode(parsed_layout(), int.from_bytes(bytes(m.tdata), "little"))
+            d = decode(parsed_layout(), m.tdata)
             rec["meta"] = {"error": d["error"].name, "bth": d["bth"], "ip": {
                 "flow_label": d["ip"]["flow_label"]}, "udp": d["udp"],
                 "srh_present": d["srh_present"], "outer_present": d["outer_present"]}
