@@ -15,8 +15,8 @@ def plane_members(width, planes):
     members = {}
     for p in range(planes):
         members[f"plane{p}"] = Out(PacketStream(width))
-        members[f"frames{p}"] = Out(32)
-        members[f"bytes{p}"] = Out(32)
+        members[f"frames{p}"] = Out(64)     # 64 bits: bytes at 400 Gb/s wrap 32 bits in 90 ms
+        members[f"bytes{p}"] = Out(64)
     return members
 
 
@@ -28,7 +28,7 @@ class PlaneDemux(wiring.Component):
     ----------
     i : In(PacketStream(width)); plane : In(stream {plane})
     plane0 .. plane<N-1> : Out(PacketStream(width))
-    frames<p>, bytes<p> : Out(32)
+    frames<p>, bytes<p> : Out(64)
     """
 
     def __init__(self, width=64, planes=2):

@@ -31,7 +31,7 @@ def static_layout():
     """Fields management sets and the datapath only reads."""
     return data.StructLayout({
         "state": QpState, "dqp": 24, "mtu": 3, "mode": SrMode, "template": 8,
-        "ev_base": 16, "ev_size": 9, "dst_mac": 48, "dst_ip": 128,
+        "dst_mac": 48, "dst_ip": 128,
     })
 
 

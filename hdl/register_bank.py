@@ -1,7 +1,7 @@
 """Register bank: every register of :mod:`mrcnic.regmap`, on the CSR bus."""
 
 from amaranth import Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access
@@ -15,23 +15,23 @@ class RegisterBank(wiring.Component):
     """The register map in hardware, generated from the one table.
 
     Each ``RW`` register is storage driven out on a port named ``<block>_<name>``; each ``RO``
-    register is a port of that name driven in by the gateware; ``CONST`` registers read the
-    value given in ``constants`` (or their reset value). Refused accesses (unmapped offset, write
-    to a register that is not RW, a value wider than the register) change nothing and count in
-    ``global.bus_errors``, which the bank drives itself.
+    register is a port of that name driven in by the gateware; each ``CMD`` register is an
+    ``Out(stream.Signature(width))`` of that name whose payload is the value written, valid until
+    the gateware takes it. ``CONST`` registers read the value given in ``constants``.
+
+    Refused accesses change nothing and count in ``global.bus_errors`` (which the bank drives
+    itself): an unmapped offset, a write to a register that is not RW or CMD, a value wider than
+    the register or above its limit (the table's, or ``limits``), and while a command is pending,
+    a write to it or to an RW register of its block.
 
     Parameters
     ----------
     constants : {register path: value} for CONST registers fixed by build parameters.
+    limits : {register path: largest value} for RW and CMD registers bounded by build parameters.
     registers : the table (defaults to the project's register map).
-
-    Attributes
-    ----------
-    bus : In(CSRBus())
-    <block>_<name> : Out(width) for RW registers, In(width) for RO registers.
     """
 
-    def __init__(self, constants=None, registers=REGISTERS):
+    def __init__(self, constants=None, limits=None, registers=REGISTERS):
         self._registers = tuple(registers)
         self._constants = dict(constants or {})
         paths = {r.path: r for r in self._registers}
@@ -40,10 +40,21 @@ class RegisterBank(wiring.Component):
                 raise ValueError(f"{path!r} is not a CONST register; constants can only set those")
             if not 0 <= value < 1 << paths[path].width:
                 raise ValueError(f"{path} = {value!r} does not fit in {paths[path].width} bits")
+        self._limits = {r.path: r.max_value for r in self._registers}
+        for path, value in (limits or {}).items():
+            if (path not in paths or paths[path].access not in (Access.RW, Access.CMD)
+                    or paths[path].words > 1):
+                raise ValueError(f"{path!r} is not a one-word RW or CMD register; only those "
+                                 "take limits")
+            if not 0 <= value <= paths[path].max_value:
+                raise ValueError(f"{path}: limit {value!r} is outside 0..{paths[path].max_value}")
+            self._limits[path] = value
         members = {"bus": In(CSRBus())}
         for r in self._registers:
             if r.access is Access.RW:
                 members[r.port] = Out(r.width, init=r.reset)
+            elif r.access is Access.CMD:
+                members[r.port] = Out(stream.Signature(r.width))
             elif r.access is Access.RO and r.path != BUS_ERRORS:
                 members[r.port] = In(r.width)
         super().__init__(members)
@@ -53,32 +64,72 @@ class RegisterBank(wiring.Component):
         bus = self.bus
         bus_errors = Signal(32)
         refused = Signal()
+        regs = self._registers
 
+        # A block is locked while one of its commands is pending.
+        locked = {}
+        for r in regs:
+            if r.access is Access.CMD:
+                pending = getattr(self, r.port).valid
+                locked[r.block] = locked[r.block] | pending if r.block in locked else pending
+
+        # Reads. The first word of a wide RO register snapshots the rest for the words after.
         with m.If(bus.r_stb):
             with m.Switch(bus.addr):
-                for r in self._registers:
-                    with m.Case(r.offset):
-                        if r.access is Access.CONST:
-                            value = self._constants.get(r.path, r.reset)
-                        elif r.path == BUS_ERRORS:
-                            value = bus_errors
-                        else:
-                            value = getattr(self, r.port)
-                        m.d.sync += bus.r_data.eq(value)
+                for r in regs:
+                    if r.access is Access.CONST:
+                        value = self._constants.get(r.path, r.reset)
+                    elif r.path == BUS_ERRORS:
+                        value = bus_errors
+                    elif r.access is Access.CMD:
+                        value = getattr(self, r.port).valid
+                    else:
+                        value = getattr(self, r.port)
+                    shadow = None
+                    if r.access is Access.RO and r.words > 1:
+                        shadow = Signal(r.width - 32, name=f"snapshot_{r.port}")
+                    for k in range(r.words):
+                        with m.Case(r.offset + 4 * k):
+                            if k == 0:
+                                m.d.sync += bus.r_data.eq(value[:32] if r.words > 1 else value)
+                                if shadow is not None:
+                                    m.d.sync += shadow.eq(value[32:])
+                            elif shadow is not None:
+                                m.d.sync += bus.r_data.eq(shadow[32 * (k - 1):32 * k])
+                            else:
+                                m.d.sync += bus.r_data.eq(value[32 * k:32 * (k + 1)])
                 with m.Default():
                     m.d.sync += bus.r_data.eq(0)
                     m.d.comb += refused.eq(1)
 
-        # A write lands only on an RW register and only when the value fits its width.
+        # Writes land only on RW and CMD registers, only when the value fits the width and limit
+        # (limits exist only on registers of one word) and the block is not locked.
         written = []
-        for r in self._registers:
-            if r.access is Access.RW:
-                fits = (bus.w_data[r.width:] == 0) if r.width < 32 else 1
-                hit = Signal(name=f"write_{r.port}")
-                m.d.comb += hit.eq(bus.w_stb & (bus.addr == r.offset) & fits)
+        for r in regs:
+            if r.access not in (Access.RW, Access.CMD):
+                continue
+            port = getattr(self, r.port)
+            store = port.payload if r.access is Access.CMD else port
+            limit = self._limits[r.path]
+            for k in range(r.words):
+                lo, hi = 32 * k, min(32 * (k + 1), r.width)
+                word = bus.w_data[:hi - lo]
+                fits = (bus.w_data[hi - lo:] == 0) if hi - lo < 32 else 1
+                if limit < (1 << r.width) - 1:
+                    fits = fits & (word <= limit)
+                ok = fits
+                if r.block in locked:
+                    ok = ok & ~locked[r.block]
+                hit = Signal(name=f"write_{r.port}_{k}")
+                m.d.comb += hit.eq(bus.w_stb & (bus.addr == r.offset + 4 * k) & ok)
                 with m.If(hit):
-                    m.d.sync += getattr(self, r.port).eq(bus.w_data[:r.width])
+                    m.d.sync += store[lo:hi].eq(word)
+                    if r.access is Access.CMD:
+                        m.d.sync += port.valid.eq(1)
                 written.append(hit)
+            if r.access is Access.CMD:
+                with m.If(port.valid & port.ready):
+                    m.d.sync += port.valid.eq(0)
         with m.If(bus.w_stb & ~Cat(*written).any()):
             m.d.comb += refused.eq(1)
 

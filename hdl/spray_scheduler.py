@@ -1,11 +1,11 @@
 """Spray scheduler: picks the EV (and so the plane and path) of every packet a QP sends."""
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["EvState", "SprayScheduler"]
+__all__ = ["EvState", "LoadOp", "SprayScheduler"]
 
 
 class EvState(enum.Enum, shape=2):
@@ -16,9 +16,18 @@ class EvState(enum.Enum, shape=2):
     DENIED = 3       # set and cleared by management only
 
 
+class LoadOp(enum.Enum, shape=2):
+    """What a profile load does (the value of the ``ev.load`` command)."""
+    ENTRY = 0    # entry ``index`` becomes ``ev``, GOOD
+    SPARE = 1    # ``ev`` becomes a spare of plane ``index % planes``
+    CLEAR = 2    # the QP's profile and spares are emptied (a new, perhaps smaller, one follows)
+
+
 class SprayScheduler(wiring.Component):
     """Chooses, for each packet, an EV of its QP's profile: only GOOD EVs, only on planes whose
-    port is ready, planes in turn so they stay balanced, and a pseudo-random EV within the plane.
+    port is ready, planes in turn so they stay balanced, and within the plane a pseudo-random EV
+    among those not yet used in the plane's current round (so every eligible EV carries the same
+    share, however the good ones are scattered).
 
     A QP's profile holds up to ``evs`` EVs; entry ``i`` belongs to plane ``i % planes``, so a
     profile loaded in order is split evenly over the planes. Each (QP, plane) also keeps up to
@@ -46,14 +55,16 @@ class SprayScheduler(wiring.Component):
         The EV chosen, with its index in the profile and its plane.
     port_ready : In(planes)
         Bit p: plane p's port can take a packet now.
-    load : In(stream {qp, index, ev, backup})
-        Management: write profile entry ``index`` (it becomes GOOD), or with ``backup`` push a
-        spare EV for plane ``index % planes``. ``size`` of a QP grows to cover written entries.
+    load : In(stream {qp, index, ev, op})
+        Management (:class:`LoadOp`): write profile entry ``index`` (it becomes GOOD), push a
+        spare EV for plane ``index % planes``, or empty the QP's profile. A QP's profile size
+        grows to cover the entries written since it was last emptied.
     update : In(stream {qp, index, state, management})
         A state change; DENIED can be set, and left, only with ``management``.
     ignored : Out(32)
-        Updates refused: DENIED without management, a change to a DENIED EV without it, an index
-        outside the profile.
+        Updates and loads refused: DENIED without management, a change to a DENIED EV without
+        it, an index outside the profile, a spare for a plane whose spares are full, an unknown
+        load operation.
     replaced : Out(32)
         ASSUMED_BAD EVs replaced by a spare.
     """
@@ -75,7 +86,7 @@ class SprayScheduler(wiring.Component):
                 "qp": qp_shape, "index": idx_shape, "plane": range(planes), "ev": 32}))),
             "port_ready": In(planes),
             "load": In(stream.Signature(data.StructLayout({
-                "qp": qp_shape, "index": idx_shape, "ev": 32, "backup": 1}))),
+                "qp": qp_shape, "index": idx_shape, "ev": 32, "op": LoadOp}))),
             "update": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1}))),
             "ignored": Out(32),
@@ -98,6 +109,7 @@ class SprayScheduler(wiring.Component):
         size = [Signal(range(E + 1), name=f"size_q{q}") for q in range(Q)]
         turn = [Signal(range(P), name=f"turn_q{q}") for q in range(Q)]
         grants = [Signal(range(E + 1), name=f"grants_q{q}") for q in range(Q)]
+        used = [Signal(E, name=f"used_q{q}") for q in range(Q)]
         spares = [[Signal(range(B + 1), name=f"spares_q{q}_p{p}") for p in range(P)]
                   for q in range(Q)]
 
@@ -112,14 +124,23 @@ class SprayScheduler(wiring.Component):
         stall = s2_valid & ~self.grant.ready
 
         qp = self.request.payload.qp
+        # Each (QP, plane) sprays in rounds: an EV used this round waits until every other
+        # eligible EV of its plane has had its turn, so traffic spreads evenly however the good
+        # EVs are scattered; within a round the order is pseudo-random.
         eligible = Signal(E)
+        unused = Signal(E)
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
-                    m.d.comb += eligible.eq(good[q] & ~skip_now[q])
+                    m.d.comb += [eligible.eq(good[q] & ~skip_now[q]),
+                                 unused.eq(good[q] & ~skip_now[q] & ~used[q])]
         plane_bits = [Signal(per_plane, name=f"plane{p}_bits") for p in range(P)]
+        renew = Signal(P)            # plane p's round is over: all its eligible EVs are open again
         for p in range(P):
-            m.d.comb += plane_bits[p].eq(Cat(*[eligible[i] for i in range(p, E, P)]))
+            fresh = Cat(*[unused[i] for i in range(p, E, P)])
+            m.d.comb += [renew[p].eq(~fresh.any()),
+                         plane_bits[p].eq(Mux(renew[p], Cat(*[eligible[i]
+                                                              for i in range(p, E, P)]), fresh))]
         usable = Signal(P)
         m.d.comb += usable.eq(Cat(*[plane_bits[p].any() for p in range(P)]) & self.port_ready)
         # Whether a ready plane has GOOD EVs at all, skipped or not: if only SKIP holds the
@@ -152,8 +173,18 @@ class SprayScheduler(wiring.Component):
             for p in range(P):
                 with m.Case(p):
                     m.d.comb += bits.eq(plane_bits[p])
+        # The start is drawn over the slots the QP's profile uses on a plane, not over the whole
+        # plane: from a start in the unused slots the search would always land on slot 0.
+        kbits = max(1, (per_plane - 1).bit_length())
+        cur_size = Signal(range(E + 1))
+        with m.Switch(qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += cur_size.eq(size[q])
+        slots = Signal(range(per_plane + 1))
+        m.d.comb += slots.eq((cur_size + P - 1) >> (P - 1).bit_length())
         start = Signal(range(per_plane))
-        m.d.comb += start.eq(lfsr[:max(1, (per_plane - 1).bit_length())] if per_plane > 1 else 0)
+        m.d.comb += start.eq((lfsr[:kbits] * slots) >> kbits if per_plane > 1 else 0)
         rotated = Signal(per_plane)
         m.d.comb += rotated.eq(Cat(bits, bits).bit_select(start, per_plane))
         first = Signal(range(per_plane))
@@ -190,6 +221,12 @@ class SprayScheduler(wiring.Component):
                 m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]), skip_next[q].eq(0)]
             with m.If(picked & (qp == q)):
                 m.d.sync += turn[q].eq(plane + 1 if P > 1 else 0)
+                with m.Switch(plane):
+                    for p in range(P):
+                        with m.Case(p):
+                            others = used[q] & ~Const(sum(1 << i for i in range(p, E, P)), E)
+                            m.d.sync += used[q].eq(Mux(renew[p], others, used[q])
+                                                   | (Const(1, E) << index))
                 with m.If(grants[q] + 1 >= size[q]):
                     # A rotation ends: what was skipped since the last boundary now waits one
                     # more rotation, what waited is GOOD again.
@@ -211,10 +248,14 @@ class SprayScheduler(wiring.Component):
         # Replacing an ASSUMED_BAD EV by a spare: the update cycle takes the EV out of use and
         # reads the spare; the next cycle writes it in and puts the entry back in use, so no pick
         # can see the old value as GOOD.
+        load_refused = Signal()
+        update_refused = Signal()
+        with m.If(load_refused | update_refused):
+            m.d.sync += self.ignored.eq(self.ignored + 1)
         fetch = Signal()
         fetch_qp = Signal(range(Q))
         fetch_index = Signal(range(E))
-        m.d.comb += [self.update.ready.eq(~fetch & ~self.load.valid),
+        m.d.comb += [self.update.ready.eq(~fetch & ~self.load.valid),   # one at a time
                      self.load.ready.eq(~fetch)]
 
         with m.If(fetch):
@@ -224,26 +265,37 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.If(fetch_qp == q):
                     m.d.sync += good[q].bit_select(fetch_index, 1).eq(1)
-        with m.Elif(self.load.valid):
-            with m.If(ld.backup):
-                for q in range(Q):
-                    for p in range(P):
-                        with m.If((ld.qp == q) & (ld_plane == p) & (spares[q][p] < B)):
+        with m.Elif(self.load.valid & (ld.op == LoadOp.CLEAR)):
+            for q in range(Q):
+                with m.If(ld.qp == q):
+                    m.d.sync += [good[q].eq(0), denied[q].eq(0), skip_now[q].eq(0),
+                                 skip_next[q].eq(0), size[q].eq(0), grants[q].eq(0),
+                                 used[q].eq(0),
+                                 *[spares[q][p].eq(0) for p in range(P)]]
+        with m.Elif(self.load.valid & (ld.op == LoadOp.SPARE)):
+            for q in range(Q):
+                for p in range(P):
+                    with m.If((ld.qp == q) & (ld_plane == p)):
+                        with m.If(spares[q][p] < B):
                             m.d.comb += [spare_wr.en.eq(1),
                                          spare_wr.addr.eq((q * P + p) * B + spares[q][p]),
                                          spare_wr.data.eq(ld.ev)]
                             m.d.sync += spares[q][p].eq(spares[q][p] + 1)
-            with m.Else():
-                m.d.comb += [ev_wr.en.eq(1), ev_wr.addr.eq(ld.qp * E + ld.index),
-                             ev_wr.data.eq(ld.ev)]
-                for q in range(Q):
-                    with m.If(ld.qp == q):
-                        m.d.sync += [good[q].bit_select(ld.index, 1).eq(1),
-                                     denied[q].bit_select(ld.index, 1).eq(0),
-                                     skip_now[q].bit_select(ld.index, 1).eq(0),
-                                     skip_next[q].bit_select(ld.index, 1).eq(0)]
-                        with m.If(ld.index >= size[q]):
-                            m.d.sync += size[q].eq(ld.index + 1)
+                        with m.Else():
+                            m.d.comb += load_refused.eq(1)
+        with m.Elif(self.load.valid & (ld.op != LoadOp.ENTRY)):
+            m.d.comb += load_refused.eq(1)      # not an operation
+        with m.Elif(self.load.valid):
+            m.d.comb += [ev_wr.en.eq(1), ev_wr.addr.eq(ld.qp * E + ld.index),
+                         ev_wr.data.eq(ld.ev)]
+            for q in range(Q):
+                with m.If(ld.qp == q):
+                    m.d.sync += [good[q].bit_select(ld.index, 1).eq(1),
+                                 denied[q].bit_select(ld.index, 1).eq(0),
+                                 skip_now[q].bit_select(ld.index, 1).eq(0),
+                                 skip_next[q].bit_select(ld.index, 1).eq(0)]
+                    with m.If(ld.index >= size[q]):
+                        m.d.sync += size[q].eq(ld.index + 1)
 
         with m.If(self.update.valid & self.update.ready):
             for q in range(Q):
@@ -253,7 +305,7 @@ class SprayScheduler(wiring.Component):
                               | (~up.management & (is_denied | (up.state == EvState.DENIED))))
                     bit = lambda s, q=q: s[q].bit_select(up.index, 1)  # noqa: E731
                     with m.If(refuse):
-                        m.d.sync += self.ignored.eq(self.ignored + 1)
+                        m.d.comb += update_refused.eq(1)
                     with m.Elif(up.state == EvState.GOOD):
                         m.d.sync += [bit(good).eq(1), bit(denied).eq(0), bit(skip_now).eq(0),
                                      bit(skip_next).eq(0)]

@@ -5,13 +5,14 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.evmap import EvLayout
+from mrcnic.regmap import TX_ERROR_REASONS
 
 from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_members
 from .qp_context import context_write_layout, static_layout
-from .segmenter import Segmenter, completion_layout, packet_descriptor_layout, work_request_layout
+from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
 from .stream import check_width
@@ -44,7 +45,9 @@ class TxPipeline(wiring.Component):
     ctx_write, ev_load, ev_update, template_write : management and reliability-engine ports
     src_mac, src_ip : In, this NIC's addresses;  port_ready : In(planes)
     plane0 .. plane<N-1> : Out(PacketStream(width))
-    requests, errors, mem_errors, frames<p>, bytes<p> : Out(32) counters
+    requests : Out(32), work requests taken;  err_<reason> : Out(32), failed work requests by
+    status (the register map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p> : Out(64)
+    ev_refused, ev_replaced : Out(32), the spray scheduler's ``ignored`` and ``replaced``
     """
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
@@ -57,6 +60,10 @@ class TxPipeline(wiring.Component):
         self._icrc = IcrcInserter(width)
         self._srv6 = Srv6Encapsulator(width, templates, max_usids, EvLayout(planes, spines))
         self._demux = PlaneDemux(width, planes)
+        reasons = [s.name.lower() for s in WrStatus if s is not WrStatus.OK]
+        if reasons != list(TX_ERROR_REASONS):
+            raise ValueError(f"WrStatus {reasons} and the register map's TX_ERROR_REASONS "
+                             f"{list(TX_ERROR_REASONS)} disagree")
         spray_sig = self._spray.signature.members
         members = {
             "wr": In(stream.Signature(work_request_layout())),
@@ -68,7 +75,8 @@ class TxPipeline(wiring.Component):
                 spray_sig["update"].signature.members["payload"].shape)),
             "template_write": In(stream.Signature(template_layout(templates, max_usids))),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
-            "requests": Out(32), "errors": Out(32), "mem_errors": Out(32),
+            "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
+            **{f"err_{r}": Out(32) for r in TX_ERROR_REASONS},
             **plane_members(width, planes),
         }
         super().__init__(members)
@@ -93,8 +101,8 @@ class TxPipeline(wiring.Component):
         m.d.comb += [
             build.src_mac.eq(self.src_mac), build.src_ip.eq(self.src_ip),
             srv6.src_ip.eq(self.src_ip), spray.port_ready.eq(self.port_ready),
-            self.requests.eq(seg.requests), self.errors.eq(seg.errors),
-            self.mem_errors.eq(build.mem_errors),
+            self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
+            self.ev_replaced.eq(spray.replaced),
         ]
         for p in range(self._planes):
             wiring.connect(m, getattr(demux, f"plane{p}"), flip(getattr(self, f"plane{p}")))
@@ -153,4 +161,10 @@ class TxPipeline(wiring.Component):
         with m.Else():
             m.d.comb += [self.cpl.payload.eq(build.cpl.payload),
                          self.cpl.valid.eq(build.cpl.valid), build.cpl.ready.eq(self.cpl.ready)]
+        with m.If(self.cpl.valid & self.cpl.ready):
+            for status in WrStatus:
+                if status is not WrStatus.OK:
+                    with m.If(self.cpl.payload.status == status):
+                        count = getattr(self, f"err_{status.name.lower()}")
+                        m.d.sync += count.eq(count + 1)
         return m

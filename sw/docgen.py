@@ -75,11 +75,14 @@ def registers_md() -> str:
            "The CSR bus (`hdl/csr_bus.py`): a read is `r_stb` for one cycle with `addr`, the word "
            "appears on `r_data` the next cycle; a write is `w_stb` for one cycle with `addr` and "
            "`w_data`. No wait states.\n",
-           "| offset | register | width | access | reset | description |",
-           "|---|---|---|---|---|---|"]
+           "| offset | register | width | access | reset | largest | description |",
+           "|---|---|---|---|---|---|---|"]
     for r in regmap.REGISTERS:
-        out.append(f"| {r.offset:#05x} | `{r.path}` | {r.width} | {r.access.value} | "
-                   f"{r.reset:#x} | {r.doc} |")
+        where = f"{r.offset:#05x}" + (f"–{r.offset + 4 * (r.words - 1):#05x}" if r.words > 1
+                                      else "")
+        largest = str(r.limit) if r.limit is not None else ""
+        out.append(f"| {where} | `{r.path}` | {r.width} | {r.access.value} | "
+                   f"{r.reset:#x} | {largest} | {r.doc} |")
     return "\n".join(out) + "\n"
 
 

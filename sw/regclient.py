@@ -3,13 +3,27 @@
 A transport has ``read(offset) -> int`` and ``write(offset, value)``. :class:`RegisterClient`
 calls them directly; :class:`AsyncRegisterClient` awaits them (the cocotb CSR bus driver is one).
 Both check names and values against :mod:`mrcnic.regmap` before anything reaches the bus.
+
+Every access is written once, as a *program*: a generator that yields ``("r", offset)`` (and is
+sent the word read) or ``("w", offset, value)``, and returns its result. The two clients only
+differ in how they run a program, so the driver's sequences (:mod:`mrcnic.driver`) serve a real
+device and a simulation alike: ``client.run(program)`` or ``await client.run(program)``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from typing import Any
+
 from .regmap import REGISTERS, Access, Register, by_name
 
-__all__ = ["RegisterError", "RegisterClient", "AsyncRegisterClient"]
+__all__ = ["RegisterError", "RegisterClient", "AsyncRegisterClient", "Program", "read", "write",
+           "command", "dump"]
+
+Program = Generator[tuple, Any, Any]
+
+#: how many times a command is read back before it is declared stuck
+COMMAND_POLLS = 1000
 
 
 class RegisterError(ValueError):
@@ -18,37 +32,106 @@ class RegisterError(ValueError):
 
 def _writable(path: str, value: int) -> Register:
     reg = by_name(path)
-    if reg.access is not Access.RW:
+    if reg.access not in (Access.RW, Access.CMD):
         raise RegisterError(f"{path} is {reg.access.value}: it cannot be written")
     if not isinstance(value, int) or not 0 <= value < 1 << reg.width:
         raise RegisterError(f"{path} is {reg.width} bits wide: {value!r} does not fit "
                             f"(0 .. {(1 << reg.width) - 1:#x})")
+    if value > reg.max_value:
+        raise RegisterError(f"{path} accepts 0 .. {reg.max_value}, not {value}")
     return reg
+
+
+def read(path: str) -> Program:
+    """A register's value; a wide one low word first (the first read snapshots RO registers)."""
+    reg = by_name(path)
+    value = 0
+    for k in range(reg.words):
+        value |= (yield ("r", reg.offset + 4 * k)) << (32 * k)
+    return value
+
+
+def write(path: str, value: int) -> Program:
+    reg = _writable(path, value)
+    for k in range(reg.words):
+        yield ("w", reg.offset + 4 * k, (value >> (32 * k)) & 0xFFFF_FFFF)
+
+
+def command(path: str, value: int) -> Program:
+    """Issues a command and waits until the gateware has taken it."""
+    reg = _writable(path, value)
+    if reg.access is not Access.CMD:
+        raise RegisterError(f"{path} is {reg.access.value}, not a command")
+    yield from write(path, value)
+    for _ in range(COMMAND_POLLS):
+        if not (yield ("r", reg.offset)):
+            return
+    raise RegisterError(f"{path} still pending after {COMMAND_POLLS} reads: the gateware is not "
+                        "taking commands (is it held in reset?)")
+
+
+def dump() -> Program:
+    """Every register but the commands."""
+    out = {}
+    for r in REGISTERS:
+        if r.access is not Access.CMD:
+            out[r.path] = yield from read(r.path)
+    return out
 
 
 class RegisterClient:
     def __init__(self, transport):
         self.transport = transport
 
+    def run(self, program: Program):
+        try:
+            op = next(program)
+            while True:
+                if op[0] == "r":
+                    op = program.send(self.transport.read(op[1]))
+                else:
+                    self.transport.write(op[1], op[2])
+                    op = program.send(None)
+        except StopIteration as done:
+            return done.value
+
     def read(self, path: str) -> int:
-        return self.transport.read(by_name(path).offset)
+        return self.run(read(path))
 
     def write(self, path: str, value: int) -> None:
-        self.transport.write(_writable(path, value).offset, value)
+        self.run(write(path, value))
+
+    def command(self, path: str, value: int) -> None:
+        self.run(command(path, value))
 
     def dump(self) -> dict[str, int]:
-        return {r.path: self.transport.read(r.offset) for r in REGISTERS}
+        return self.run(dump())
 
 
 class AsyncRegisterClient:
     def __init__(self, transport):
         self.transport = transport
 
+    async def run(self, program: Program):
+        try:
+            op = next(program)
+            while True:
+                if op[0] == "r":
+                    op = program.send(await self.transport.read(op[1]))
+                else:
+                    await self.transport.write(op[1], op[2])
+                    op = program.send(None)
+        except StopIteration as done:
+            return done.value
+
     async def read(self, path: str) -> int:
-        return await self.transport.read(by_name(path).offset)
+        return await self.run(read(path))
 
     async def write(self, path: str, value: int) -> None:
-        await self.transport.write(_writable(path, value).offset, value)
+        await self.run(write(path, value))
+
+    async def command(self, path: str, value: int) -> None:
+        await self.run(command(path, value))
 
     async def dump(self) -> dict[str, int]:
-        return {r.path: await self.transport.read(r.offset) for r in REGISTERS}
+        return await self.run(dump())

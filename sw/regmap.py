@@ -4,13 +4,22 @@ The HDL register bank (:class:`mrcnic.hdl.register_bank.RegisterBank`), the driv
 client (:mod:`mrcnic.regclient`), the CLI's ``mrcnic regs`` and ``docs/registers.md`` are all
 generated from :data:`REGISTERS`.
 
-Registers are 32-bit words at byte offsets that are multiples of 4. Access kinds:
+The bus carries 32-bit words at byte offsets that are multiples of 4. A register wider than 32
+bits takes consecutive words, least significant word first. Access kinds:
 
 * ``RW``: storage in the register bank, driven out to the gateware; the host reads back what it
-  wrote. Writes with bits set above the register's width are refused (ignored and counted in
-  ``global.bus_errors``), never truncated.
-* ``RO``: driven by the gateware (status, counters); writes are refused and counted.
+  wrote. A write with bits set above the register's width, or a value above the register's
+  limit, is refused (ignored and counted in ``global.bus_errors``), never truncated. Some limits
+  are build parameters (the number of QPs, EVs, templates); the ``global`` block reports them.
+* ``RO``: driven by the gateware (status, counters); writes are refused and counted. Reading the
+  first word of a wide RO register takes a snapshot of the whole register, which the following
+  words then read, so a 64-bit counter reads consistently low word first.
 * ``CONST``: a value fixed when the bank is built (identification, build parameters).
+* ``CMD``: a command. Writing it hands the value, with the block's RW registers as they stand, to
+  the gateware; reading it returns 1 while that command is still pending and 0 once taken.
+  While a command is pending, writes to that command and to its block's RW registers are refused
+  and counted, so what the gateware receives is exactly what the host staged. A driver writes
+  the block's registers, writes the command, and reads it back until 0 before the next one.
 """
 
 from __future__ import annotations
@@ -19,18 +28,26 @@ import enum
 from dataclasses import dataclass
 
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
-           "by_offset", "ADDR_WIDTH", "BUS_ERRORS"]
+           "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
+           "TX_ERROR_REASONS", "commands"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
-MRCNIC_VERSION = 0x0001_0000  # major.minor in the two halves
+MRCNIC_VERSION = 0x0001_0001  # major.minor in the two halves
 ADDR_WIDTH = 12               # byte-address bits of the CSR bus: a 4 KiB window
 BUS_ERRORS = "global.bus_errors"   # the one RO register the bank drives itself
+
+
+MAX_PLANES = 8                # per-plane registers exist for this many; planes beyond
+                              # ``global.planes`` read 0
+USID_WORDS = 7                # tpl.usids: up to 14 uSIDs of 16 bits
+TX_ERROR_REASONS = ("zero_length", "too_long", "bad_qp", "qp_not_rts", "memory")
 
 
 class Access(enum.Enum):
     RW = "RW"
     RO = "RO"
     CONST = "CONST"
+    CMD = "CMD"
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,15 @@ class Register:
     access: Access
     reset: int
     doc: str
+    limit: int | None = None   # the largest value the register accepts (default: its width)
+
+    @property
+    def words(self) -> int:
+        return (self.width + 31) // 32
+
+    @property
+    def max_value(self) -> int:
+        return (1 << self.width) - 1 if self.limit is None else self.limit
 
     @property
     def path(self) -> str:
@@ -54,8 +80,83 @@ class Register:
         return f"{self.block}_{self.name}"
 
 
-def _r(block, name, offset, width, access, reset, doc):
-    return Register(block, name, offset, width, Access(access), reset, doc)
+def _r(block, name, offset, width, access, reset, doc, limit=None):
+    return Register(block, name, offset, width, Access(access), reset, doc, limit)
+
+
+def _tx_registers():
+    regs = [
+        _r("tx", "src_mac", 0x300, 48, "RW", 0, "This NIC's MAC address (inner Ethernet source)."),
+        _r("tx", "src_ip", 0x308, 128, "RW", 0,
+           "This NIC's IPv6 address: inner source, and outer source in SRv6 modes."),
+        _r("tx", "plane_enable", 0x318, MAX_PLANES, "RW", (1 << MAX_PLANES) - 1,
+           "Bit p: the TX side may send on plane p (ANDed with the port's own readiness)."),
+        _r("tx", "requests", 0x320, 32, "RO", 0, "Work requests taken."),
+    ]
+    regs += [_r("tx", f"err_{why}", 0x324 + 4 * i, 32, "RO", 0,
+                f"Work requests failed with status {why.upper()}.")
+             for i, why in enumerate(TX_ERROR_REASONS)]
+    regs += [_r("tx", f"frames_p{p}", 0x340 + 8 * p, 64, "RO", 0, f"Frames sent on plane {p}.")
+             for p in range(MAX_PLANES)]
+    regs += [_r("tx", f"bytes_p{p}", 0x380 + 8 * p, 64, "RO", 0,
+                f"Bytes sent on plane {p} (whole frames, without the Ethernet FCS).")
+             for p in range(MAX_PLANES)]
+    regs += [
+        _r("tx", "ev_refused", 0x3C0, 32, "RO", 0,
+           "EV state changes refused: DENIED set or left other than by ev.set_state, an index "
+           "outside the profile."),
+        _r("tx", "ev_replaced", 0x3C4, 32, "RO", 0, "ASSUMED_BAD EVs replaced by a spare."),
+    ]
+    return regs
+
+
+# QP context: stage the fields, then write the QP number to qp.write. Field names are the QP
+# context's (hdl/qp_context.py); the HDL connects them by name.
+_QP = (
+    _r("qp", "state", 0x400, 3, "RW", 0,
+       "State: 0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 ERROR. The TX side sends only in RTS.", limit=4),
+    _r("qp", "dqp", 0x404, 24, "RW", 0, "The peer's QP number (BTH destination QP)."),
+    _r("qp", "mtu", 0x408, 3, "RW", 0, "MTU code: 0 256, 1 512, 2 1024, 3 2048, 4 4096 bytes.",
+       limit=4),
+    _r("qp", "mode", 0x40C, 2, "RW", 0,
+       "Routing: 0 plain RoCEv2, 1 SRv6 uSID carrier (SRH only when the path needs it), "
+       "2 SRv6 carrier and SRH always.", limit=2),
+    _r("qp", "template", 0x410, 8, "RW", 0,
+       "uSID template of the destination (below global.templates)."),
+    _r("qp", "dst_mac", 0x418, 48, "RW", 0, "Next-hop MAC address."),
+    _r("qp", "dst_ip", 0x420, 128, "RW", 0, "The peer's IPv6 address (inner destination)."),
+    _r("qp", "next_psn", 0x430, 24, "RW", 0, "First PSN the QP will send."),
+    _r("qp", "msn", 0x434, 16, "RW", 0, "MSN of the QP's next message."),
+    _r("qp", "write", 0x43C, 16, "CMD", 0,
+       "Write a QP number (below global.qps): that QP's context becomes the qp.* fields."),
+)
+
+# EV profiles: entry i of a QP's profile is on plane i % planes (the driver orders them so).
+_EV = (
+    _r("ev", "qp", 0x480, 16, "RW", 0, "QP whose profile ev.load and ev.set_state act on."),
+    _r("ev", "index", 0x484, 16, "RW", 0, "Profile entry (below global.evs)."),
+    _r("ev", "value", 0x488, 32, "RW", 0, "The EV (see docs/wire-format.md, EV to path)."),
+    _r("ev", "load", 0x48C, 2, "CMD", 0,
+       "0: entry ev.index of QP ev.qp becomes ev.value, GOOD. 1: ev.value becomes a spare EV of "
+       "plane ev.index % planes, taking the place of the next EV of that plane found "
+       "ASSUMED_BAD. 2: QP ev.qp's profile and spares are emptied.", limit=2),
+    _r("ev", "set_state", 0x490, 2, "CMD", 0,
+       "Entry ev.index of QP ev.qp takes this state: 0 GOOD, 1 SKIP, 2 ASSUMED_BAD, 3 DENIED. "
+       "Only here can DENIED be set or left."),
+)
+
+# uSID templates: one per destination leaf (see EV to path).
+_TPL = (
+    _r("tpl", "block", 0x500, 16, "RW", 0, "uSID block (the carrier's top 16 bits)."),
+    _r("tpl", "count", 0x504, 4, "RW", 0, "uSIDs in the path (at most global.max_usids).",
+       limit=2 * USID_WORDS),
+    _r("tpl", "spine_index", 0x508, 4, "RW", 0,
+       "Which uSID is the spine's (the EV picks the spine there).", limit=2 * USID_WORDS - 1),
+    _r("tpl", "usids", 0x510, 32 * USID_WORDS, "RW", 0,
+       "The uSIDs in hop order, 16 bits each, the first in the low bits."),
+    _r("tpl", "write", 0x530, 8, "CMD", 0,
+       "Write a template number (below global.templates): it becomes the tpl.* fields."),
+)
 
 
 REGISTERS: tuple[Register, ...] = (
@@ -66,12 +167,18 @@ REGISTERS: tuple[Register, ...] = (
     _r("global", "scratch", 0x010, 32, "RW", 0, "Scratch register: reads back what was written."),
     _r("global", "control", 0x014, 1, "RW", 0, "Bit 0: enable the datapath."),
     _r("global", "bus_errors", 0x018, 32, "RO", 0,
-       "CSR accesses refused: unmapped offset, write to a read-only register, value too wide."),
+       "CSR accesses refused: unmapped offset, write to a register that is not RW or CMD, a "
+       "value too wide or above the limit, a write while the block's command is pending."),
+    _r("global", "qps", 0x01C, 32, "CONST", 0, "QPs the NIC was built with."),
+    _r("global", "evs", 0x020, 32, "CONST", 0, "The largest EV profile (entries per QP)."),
+    _r("global", "templates", 0x024, 32, "CONST", 0, "uSID templates."),
+    _r("global", "max_usids", 0x028, 32, "CONST", 0, "uSIDs a template can hold."),
     _r("icrc", "frames", 0x100, 32, "RO", 0, "Frames the ICRC checker has seen."),
     _r("icrc", "bad", 0x104, 32, "RO", 0, "Frames whose ICRC was wrong."),
     _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
+    *_tx_registers(), *_QP, *_EV, *_TPL,
 )
 
 
@@ -79,21 +186,26 @@ def _check(regs):
     seen: dict[int, Register] = {}
     names = set()
     for r in regs:
-        if r.offset % 4 or not 0 <= r.offset < 1 << ADDR_WIDTH:
+        end = r.offset + 4 * r.words
+        if r.offset % 4 or not 0 <= r.offset or end > 1 << ADDR_WIDTH:
             raise ValueError(f"{r.path}: offset {r.offset:#x} is not a word inside the CSR window")
-        if not 1 <= r.width <= 32:
-            raise ValueError(f"{r.path}: width {r.width} is not 1..32")
-        if r.offset in seen:
-            raise ValueError(f"{r.path} and {seen[r.offset].path} share offset {r.offset:#x}")
+        if not 1 <= r.width <= (32 if r.access in (Access.CONST, Access.CMD) else 256):
+            raise ValueError(f"{r.path}: width {r.width} is out of range")
+        if r.limit is not None and not (r.words == 1 and 0 <= r.limit < 1 << r.width):
+            raise ValueError(f"{r.path}: limit {r.limit} does not fit its width (or the "
+                             "register is wider than a word, where limits do not apply)")
+        for off in range(r.offset, end, 4):
+            if off in seen:
+                raise ValueError(f"{r.path} and {seen[off].path} share offset {off:#x}")
+            seen[off] = r
         if r.path in names:
             raise ValueError(f"{r.path} is declared twice")
-        seen[r.offset] = r
         names.add(r.path)
 
 
 _check(REGISTERS)
 _BY_NAME = {r.path: r for r in REGISTERS}
-_BY_OFFSET = {r.offset: r for r in REGISTERS}
+_BY_OFFSET = {r.offset + 4 * k: r for r in REGISTERS for k in range(r.words)}
 
 
 def by_name(path: str) -> Register:
@@ -105,4 +217,9 @@ def by_name(path: str) -> Register:
 
 
 def by_offset(offset: int) -> Register | None:
+    """The register one of whose words is at ``offset``."""
     return _BY_OFFSET.get(offset)
+
+
+def commands(block: str) -> list[Register]:
+    return [r for r in REGISTERS if r.block == block and r.access is Access.CMD]

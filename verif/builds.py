@@ -4,8 +4,8 @@ configuration, so each is built by Verilator once and reused by all of them."""
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
+from mrcnic.hdl.nic import Nic
 from mrcnic.hdl.register_bank import RegisterBank
-from mrcnic.hdl.tx_pipeline import TxPipeline
 from mrcnic.verif import harness
 from mrcnic.verif.toplevel import AxisTop
 
@@ -29,20 +29,24 @@ def header_parser(width):
                           "max_frame": PARSER_MAX_FRAME}, f"header_parser_w{width}")
 
 
-def register_bank(data_width=64, planes=2):
-    consts = {"global.data_width": data_width, "global.planes": planes}
-    return harness.build(lambda **kw: AxisTop(RegisterBank(constants=kw)), consts,
-                         "register_bank")
+#: The register bank's build: its build parameters and the limits they set.
+BANK_CONSTANTS = {"global.data_width": 64, "global.planes": 2, "global.qps": 4}
+BANK_LIMITS = {"qp.write": 3, "ev.index": 15}
 
 
-#: The TX pipeline configuration the tests, the bench and the demo share.
-TX_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14)
+def register_bank():
+    return harness.build(lambda constants, limits: AxisTop(RegisterBank(constants, limits)),
+                         {"constants": BANK_CONSTANTS, "limits": BANK_LIMITS}, "register_bank")
 
 
-def tx_pipeline(width, **config):
-    """The TX pipeline at ``width``, in TX_CONFIG with ``config`` changing any of it."""
-    unknown = set(config) - set(TX_CONFIG)
+#: The NIC configuration the tests, the bench and the demo share.
+NIC_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14)
+
+
+def nic(width, **config):
+    """The NIC at ``width``, in NIC_CONFIG with ``config`` changing any of it."""
+    unknown = set(config) - set(NIC_CONFIG)
     if unknown:
-        raise ValueError(f"no TX pipeline parameter(s) {sorted(unknown)}")
-    return harness.build(lambda **kw: AxisTop(TxPipeline(**kw, backups=2)),
-                         {"width": width, **TX_CONFIG, **config}, f"tx_pipeline_w{width}")
+        raise ValueError(f"no NIC parameter(s) {sorted(unknown)}")
+    return harness.build(lambda **kw: AxisTop(Nic(**kw, backups=2)),
+                         {"width": width, **NIC_CONFIG, **config}, f"nic_w{width}")

@@ -98,10 +98,10 @@ def main(argv=None) -> int:
 
     # TX gateware: segmenter, spray scheduler, header builder, ICRC, SRv6, planes.
     _stage(f"TX: building/running the TX pipeline (w{a.width}) under Verilator")
-    config = {**builds.TX_CONFIG, "planes": a.planes, "spines": a.spines,
+    config = {**builds.NIC_CONFIG, "planes": a.planes, "spines": a.spines,
               "evs": max(a.evs, 2)}
-    b = builds.tx_pipeline(a.width, **{k: v for k, v in config.items()
-                                       if v != builds.TX_CONFIG.get(k)})
+    b = builds.nic(a.width, **{k: v for k, v in config.items()
+                                       if v != builds.NIC_CONFIG.get(k)})
     code = {v: k for k, v in MTU_CODES.items()}[a.mtu]
     (out / "message.bin").write_bytes(message)
     harness.run(b, "mrcnic.verif.tb_demo_tx", {

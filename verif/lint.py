@@ -13,12 +13,12 @@ from mrcnic.hdl.header_builder import HeaderBuilder
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
+from mrcnic.hdl.nic import Nic
 from mrcnic.hdl.register_bank import RegisterBank
 from mrcnic.hdl.segmenter import Segmenter
 from mrcnic.hdl.spray_scheduler import SprayScheduler
 from mrcnic.hdl.srv6_encap import Srv6Encapsulator
 from mrcnic.hdl.stream import PacketFIFO, PacketRegSlice
-from mrcnic.hdl.tx_pipeline import TxPipeline
 from mrcnic.verif.harness import verilator_env
 
 BLOCKS = {
@@ -29,7 +29,7 @@ BLOCKS = {
     "packet_fifo_w64": lambda: PacketFIFO(64, 64),
     "register_bank": lambda: RegisterBank({"global.data_width": 64, "global.planes": 2}),
     "segmenter": lambda: Segmenter(16),
-    **{f"tx_pipeline_w{w}": (lambda w=w: TxPipeline(w)) for w in (64, 512)},
+    **{f"nic_w{w}": (lambda w=w: Nic(w)) for w in (64, 512)},
     **{f"srv6_encap_w{w}": (lambda w=w: Srv6Encapsulator(w)) for w in (64, 512)},
     **{f"header_builder_w{w}": (lambda w=w: HeaderBuilder(w, 16)) for w in (64, 512)},
     "spray_scheduler": lambda: SprayScheduler(qps=4, evs=64, planes=2, backups=2),

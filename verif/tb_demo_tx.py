@@ -1,8 +1,9 @@
-"""cocotb module for ``make demo``: one write through the TX pipeline gateware.
+"""cocotb module for ``make demo``: one write through the NIC's TX gateware.
 
-Loads the demo's QP (its destination's uSID template, its EV profile), puts the message in the
-host-memory model, posts one work request and writes every packet each plane sends to
-``<out>/tx_plane<p>.pcap``, stamped with simulated time, and ``<out>/tx.json``."""
+Sets the NIC up through its registers with the driver (its address, the destination's uSID
+template, the QP, its EV profile), puts the message in the host-memory model, posts one work
+request and writes every packet each plane sends to ``<out>/tx_plane<p>.pcap``, stamped with
+simulated time, and ``<out>/tx.json``."""
 
 import json
 
@@ -13,24 +14,23 @@ from cocotbext.axi import AxiStreamFrame
 from scapy.layers.l2 import Ether
 from scapy.utils import PcapWriter
 
-from mrcnic.hdl.qp_context import QpState, SrMode, context_write_layout
+from mrcnic import driver
+from mrcnic.evmap import EvLayout, UsidTemplate
+from mrcnic.hdl.qp_context import MTU_CODES, SrMode
 from mrcnic.hdl.segmenter import WrOpcode, work_request_layout
-from mrcnic.hdl.spray_scheduler import SprayScheduler
-from mrcnic.hdl.srv6_encap import template_layout
+from mrcnic.regclient import AsyncRegisterClient
 from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.layouts import encode
-from mrcnic.verif.tbkit import params, setup, sink, source
+from mrcnic.verif.tbkit import CsrBus, params, setup, sink, source
 from mrcnic.verif.tx_setup import SRC_IP, SRC_MAC
 
 
 @cocotb.test()
 async def demo_tx(dut):
     p = params()
-    Q, E, P, T, U = p["qps"], p["evs"], p["planes"], p["templates"], p["max_usids"]
+    P = p["planes"]
     await setup(dut)
     t0 = get_sim_time("ns")
-    dut.src_mac.value = int(SRC_MAC.replace(":", ""), 16)
-    dut.src_ip.value = SRC_IP
     dut.port_ready.value = (1 << P) - 1
     mem = HostMemory(dut, read="mem", write=None, latency=(8, 8))
     with open(p["message_file"], "rb") as f:
@@ -38,23 +38,17 @@ async def demo_tx(dut):
     mem.map(p["laddr"], len(message) + 64)
     await mem.write_bytes(p["laddr"], message)
 
-    tw, cw, ld = source(dut, "template_write"), source(dut, "ctx_write"), source(dut, "ev_load")
-    await tw.send(AxiStreamFrame(encode(template_layout(T, U), {
-        "index": 0, "block": p["block"], "count": len(p["usids"]),
-        "spine_index": p["spine_index"],
-        "usids": sum(u << (16 * i) for i, u in enumerate(p["usids"]))})))
+    # The host's set-up, through the registers.
+    regs = AsyncRegisterClient(CsrBus(dut))
+    await regs.run(driver.identify())
+    await regs.run(driver.set_addresses(SRC_MAC, SRC_IP))
+    await regs.run(driver.write_template(0, UsidTemplate(p["block"], tuple(p["usids"]),
+                                                         p["spine_index"])))
     q = p["qp"]
-    await cw.send(AxiStreamFrame(encode(context_write_layout(Q), {
-        "qp": q, "static": {"state": QpState.RTS, "dqp": p["dqp"], "mtu": p["mtu_code"],
-                            "mode": SrMode.USID, "template": 0,
-                            "dst_mac": int(p["dst_mac"].replace(":", ""), 16),
-                            "dst_ip": p["dst_ip"]},
-        "seq": {"next_psn": p["psn"], "msn": 0}})))
-    load = SprayScheduler(Q, E, P, 2).signature.members["load"].signature.members["payload"]
-    for i, ev in enumerate(p["evs_list"]):
-        await ld.send(AxiStreamFrame(encode(load.shape, {"qp": q, "index": i, "ev": ev})))
-    for s in (tw, cw, ld):
-        await s.wait()
+    await regs.run(driver.configure_qp(q, driver.QpConfig(
+        dqp=p["dqp"], dst_mac=p["dst_mac"], dst_ip=p["dst_ip"], template=0,
+        mtu=MTU_CODES[p["mtu_code"]], mode=SrMode.USID, next_psn=p["psn"])))
+    await regs.run(driver.load_ev_profile(q, p["evs_list"], EvLayout(P, p["spines"])))
 
     sinks = [sink(dut, f"plane{pl}") for pl in range(P)]
     writers = [PcapWriter(f"{p['out']}/tx_plane{pl}.pcap", linktype=1) for pl in range(P)]

@@ -1,58 +1,126 @@
-"""cocotb test of the register bank, driven through the driver's own register client."""
+"""cocotb test of the register bank, driven through the driver's register client."""
 
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles
 
 from mrcnic.regclient import AsyncRegisterClient, RegisterError
-from mrcnic.regmap import MRCNIC_ID, MRCNIC_VERSION, REGISTERS, Access
+from mrcnic.regmap import MRCNIC_ID, MRCNIC_VERSION, REGISTERS, Access, by_name
 from mrcnic.verif.tbkit import CsrBus, params, setup
+
+
+def _port(dut, r):
+    return getattr(dut, r.port)
+
+
+def _pattern(r):
+    """A value that uses every word of the register and fits its width and limit."""
+    v = sum(((0xA5A5_5A5A ^ r.offset ^ k) << (32 * k)) for k in range(r.words))
+    v &= (1 << r.width) - 1
+    return min(v, r.max_value) or 1
 
 
 @cocotb.test()
 async def registers_behave_as_the_map_says(dut):
     p = params()
+    consts, limits = p["constants"], p["limits"]
     await setup(dut)
     bus = CsrBus(dut)
     regs = AsyncRegisterClient(bus)
+    for r in REGISTERS:
+        if r.access is Access.CMD:
+            getattr(dut, f"{r.port}_tready").value = 0
 
     # Identification and build parameters.
     assert await regs.read("global.id") == MRCNIC_ID
     assert await regs.read("global.version") == MRCNIC_VERSION
-    assert await regs.read("global.data_width") == p["data_width"]
-    assert await regs.read("global.planes") == p["planes"]
+    for path, value in consts.items():
+        assert await regs.read(path) == value, path
 
-    # RW registers come up at their reset value, read back what is written, drive their port.
+    # RW registers come up at their reset value, read back what is written, drive their port;
+    # wide ones take every word.
     for r in REGISTERS:
         if r.access is Access.RW:
             assert await regs.read(r.path) == r.reset, r.path
-            value = (0xA5A5_5A5A ^ r.offset) & ((1 << r.width) - 1) or 1
+            value = min(_pattern(r), limits.get(r.path, r.max_value))
             await regs.write(r.path, value)
             assert await regs.read(r.path) == value, r.path
-            assert int(getattr(dut, r.port).value) == value, r.port
+            assert int(_port(dut, r).value) == value, r.port
 
-    # RO registers read what the gateware drives.
+    # RO registers read what the gateware drives; a wide one reads as it was when its first
+    # word was read, even if it moves in between.
     for r in REGISTERS:
         if r.access is Access.RO and r.path != "global.bus_errors":
-            value = (0x1234_5678 + r.offset) & ((1 << r.width) - 1)
-            getattr(dut, r.port).value = value
+            value = _pattern(r)
+            _port(dut, r).value = value
             await ClockCycles(dut.clk, 1)
             assert await regs.read(r.path) == value, r.path
+    wide = next(r for r in REGISTERS if r.access is Access.RO and r.words == 2)
+    _port(dut, wide).value = 0x0000_0001_FFFF_FFFF
+    await ClockCycles(dut.clk, 1)
+    low = await bus.read(wide.offset)
+    _port(dut, wide).value = 0x0000_0002_0000_0000       # the counter carries
+    await ClockCycles(dut.clk, 1)
+    high = await bus.read(wide.offset + 4)
+    assert (high << 32 | low) == 0x0000_0001_FFFF_FFFF, f"{wide.path} read torn: {high:#x} {low:#x}"
 
     # The client refuses bad writes before they reach the bus...
     assert await regs.read("global.bus_errors") == 0
-    for path, value in (("global.control", 2), ("global.id", 1), ("icrc.frames", 0)):
+    for path, value in (("global.control", 2), ("global.id", 1), ("icrc.frames", 0),
+                        ("qp.mtu", 5), ("ev.load", 3)):
         with pytest.raises(RegisterError):
             await regs.write(path, value)
     assert await regs.read("global.bus_errors") == 0
 
     # ...and the bank refuses them when they arrive anyway: nothing changes, each is counted.
     control = await regs.read("global.control")
-    await bus.write(0x014, 0xFFFF_FFFE)          # global.control is one bit wide
-    await bus.write(0x000, 0)                   # global.id is CONST
-    await bus.write(0x100, 7)                   # icrc.frames is RO
-    await bus.write(0xFFC, 7)                   # nothing there
-    assert await bus.read(0xFFC) == 0           # an unmapped read is refused too
+    mtu = await regs.read("qp.mtu")
+    refused = [
+        (by_name("global.control").offset, 0xFFFF_FFFE),   # one bit wide
+        (by_name("global.id").offset, 0),                   # CONST
+        (by_name("icrc.frames").offset, 7),                 # RO
+        (0xFFC, 7),                                         # nothing there
+        (by_name("qp.mtu").offset, 5),                      # above the table's limit
+        (by_name("qp.write").offset, limits["qp.write"] + 1),   # above the build's limit
+        (by_name("ev.index").offset, limits["ev.index"] + 1),
+        (by_name("tx.src_mac").offset + 4, 0x1_0000),       # the top word of a 48-bit register
+    ]
+    for offset, value in refused:
+        await bus.write(offset, value)
+    assert await bus.read(0xFFC) == 0                       # an unmapped read is refused too
     assert await regs.read("global.control") == control
     assert await regs.read("global.id") == MRCNIC_ID
-    assert await regs.read("global.bus_errors") == 5
+    assert await regs.read("qp.mtu") == mtu
+    assert await regs.read("qp.write") == 0, "a refused command went out"
+    errors = len(refused) + 1
+    assert await regs.read("global.bus_errors") == errors
+
+    # A command hands its value to the gateware and stays pending until taken; meanwhile it and
+    # its block's registers refuse writes, so the staged fields cannot change under it.
+    cmd = by_name("qp.write")
+    await regs.write("qp.write", 2)
+    await ClockCycles(dut.clk, 1)
+    assert int(dut.qp_write_tvalid.value) == 1 and int(dut.qp_write_tdata.value) == 2
+    assert await regs.read("qp.write") == 1
+    staged = await regs.read("qp.dqp")
+    await bus.write(by_name("qp.dqp").offset, staged ^ 1)
+    await bus.write(cmd.offset, 1)
+    assert await regs.read("qp.dqp") == staged
+    assert int(dut.qp_write_tdata.value) == 2
+    errors += 2
+    assert await regs.read("global.bus_errors") == errors
+    await regs.write("tpl.block", 0x1234)                     # another block is not locked
+    await ClockCycles(dut.clk, 3)
+    dut.qp_write_tready.value = 1
+    await ClockCycles(dut.clk, 1)
+    dut.qp_write_tready.value = 0
+    await ClockCycles(dut.clk, 1)
+    assert int(dut.qp_write_tvalid.value) == 0
+    assert await regs.read("qp.write") == 0
+    await regs.write("qp.dqp", staged ^ 1)                    # unlocked again
+    assert await regs.read("qp.dqp") == staged ^ 1
+
+    # The client's command() waits until the gateware takes it.
+    dut.qp_write_tready.value = 1
+    await regs.command("qp.write", 3)
+    assert await regs.read("global.bus_errors") == errors

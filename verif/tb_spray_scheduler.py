@@ -6,7 +6,7 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
 
-from mrcnic.hdl.spray_scheduler import EvState, SprayScheduler
+from mrcnic.hdl.spray_scheduler import EvState, LoadOp, SprayScheduler
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.tbkit import params, setup, sink, source
 
@@ -39,7 +39,7 @@ class Tb:
     async def add_spare(self, q, plane, ev):
         self.spares[(q, plane)].append(ev)
         await self.load.send(AxiStreamFrame(
-            encode(self.lay["load"], dict(qp=q, index=plane, ev=ev, backup=1))))
+            encode(self.lay["load"], dict(qp=q, index=plane, ev=ev, op=LoadOp.SPARE))))
         await self.load.wait()
 
     async def update(self, q, i, state, management=0):
@@ -87,6 +87,12 @@ async def spray_follows_the_rules(dut):
             counts[g["plane"]] += 1
             assert max(counts) - min(counts) <= 1, f"QP {q} planes out of balance: {counts}"
         assert {g["index"] for g in mine} == set(range(tb.size)), f"QP {q} left EVs unused"
+        # Rounds: within a plane no EV gets ahead of another by more than one packet.
+        uses = [0] * tb.size
+        for g in mine:
+            uses[g["index"]] += 1
+            same = [uses[i] for i in range(g["plane"], tb.size, P)]
+            assert max(same) - min(same) <= 1, f"QP {q} plane {g['plane']} uneven: {same}"
 
     # A port that is not ready gets nothing.
     dut.port_ready.value = 1
@@ -106,6 +112,23 @@ async def spray_follows_the_rules(dut):
     gs = await tb.grants([0], 10 * tb.size)
     await tb.update(0, 3, EvState.GOOD, management=1)
     tb.state[0][3] = EvState.GOOD
+
+    # Good EVs scattered among DENIED ones still share the traffic evenly.
+    scattered = [i for i in range(tb.size) if i % (3 * P) >= P]
+    for i in scattered:
+        await tb.update(0, i, EvState.DENIED, management=1)
+        tb.state[0][i] = EvState.DENIED
+    gs = await tb.grants([0], 8 * tb.size)
+    uses = {}
+    for g in gs:
+        uses[g["index"]] = uses.get(g["index"], 0) + 1
+    assert set(uses) == set(range(tb.size)) - set(scattered), "a good EV was left out"
+    # Rounds: at most one more use at each end of the window, which need not start on a round.
+    assert max(uses.values()) - min(uses.values()) <= 2, \
+        f"uneven spraying over scattered good EVs: {uses}"
+    for i in scattered:
+        await tb.update(0, i, EvState.GOOD, management=1)
+        tb.state[0][i] = EvState.GOOD
 
     # ASSUMED_BAD with a spare on its plane: the spare takes the index, at once.
     plane = 5 % P
@@ -136,3 +159,26 @@ async def spray_follows_the_rules(dut):
         await tb.update(0, tb.size, EvState.ASSUMED_BAD)
         assert int(dut.ignored.value) == ignored + 1
         await tb.grants([0, 1], 4 * tb.size)
+
+    # A spare pushed onto a plane whose spares are full is refused and counted.
+    ignored = int(dut.ignored.value)
+    for k in range(p["backups"] + 1):
+        await tb.add_spare(0, 0, 0xBEEF0000 + k)
+    await ClockCycles(dut.clk, 2)
+    assert int(dut.ignored.value) == ignored + 1, "a spare beyond the list was not refused"
+
+    # CLEAR empties a profile: a smaller one loaded after it is all that is used, and an update
+    # beyond it is refused.
+    await tb.load.send(AxiStreamFrame(encode(tb.lay["load"], dict(qp=1, op=LoadOp.CLEAR))))
+    small = 2 * P
+    tb.profile[1] = [rng.getrandbits(32) for _ in range(small)]
+    tb.state[1] = [EvState.GOOD] * small
+    for i, ev in enumerate(tb.profile[1]):
+        await tb.load.send(AxiStreamFrame(encode(tb.lay["load"], dict(qp=1, index=i, ev=ev))))
+    await tb.load.wait()
+    tb.size = small
+    gs = await tb.grants([1], 20 * small)
+    assert {g["index"] for g in gs} == set(range(small)), "the new profile is not all used"
+    ignored = int(dut.ignored.value)
+    await tb.update(1, small, EvState.SKIP)
+    assert int(dut.ignored.value) == ignored + 1, "an update beyond the cleared profile went in"

@@ -3,7 +3,9 @@
 Write requests back to back, every plane's output never back-pressured, memory answering after
 a fixed latency. Utilisation = the cycles an ideal back-to-back stream of the packets that left
 needs (each ceil(frame bytes / bytes per beat) beats) / the cycles from the first request taken
-to the last beat out. Writes ``tx_rate.json`` into the run directory.
+to the last beat out. That span includes the pipeline's fill (first request to first beat out)
+once; it is reported on its own as ``latency`` so it can be told apart from gaps on the line.
+Writes ``tx_rate.json`` into the run directory.
 """
 
 import json
@@ -41,17 +43,18 @@ async def tx_rate(dut):
             "wr_id": n, "qp": n % p["qps"], "opcode": WrOpcode.WRITE, "laddr": laddr,
             "va": 0x1000 + n * per_msg, "rkey": 7, "length": per_msg})))
     packets = count * per_msg // payload
-    cycle, first, last, done, ideal = 0, None, None, 0, 0
+    cycle, first, first_out, last, done, ideal = 0, None, None, None, 0, 0
     while done < packets:
         await RisingEdge(dut.clk)
         cycle += 1
         if first is None and dut.wr_tvalid.value and dut.wr_tready.value:
             first = cycle
         for pl in range(P):
-            if getattr(dut, f"plane{pl}_tvalid").value and getattr(dut, f"plane{pl}_tready").value \
-                    and getattr(dut, f"plane{pl}_tlast").value:
-                done += 1
-                last = cycle
+            if getattr(dut, f"plane{pl}_tvalid").value and getattr(dut, f"plane{pl}_tready").value:
+                first_out = first_out or cycle
+                if getattr(dut, f"plane{pl}_tlast").value:
+                    done += 1
+                    last = cycle
     await ClockCycles(dut.clk, 4)   # the sinks see the last beat a cycle after the count does
     lengths = []
     for s in sinks:
@@ -61,4 +64,5 @@ async def tx_rate(dut):
     assert len(lengths) == packets
     (run_dir() / "tx_rate.json").write_text(json.dumps({
         "payload": payload, "packets": packets, "ideal_cycles": ideal,
+        "latency": first_out - first,
         "cycles": last - first + 1, "utilisation": ideal / (last - first + 1)}))

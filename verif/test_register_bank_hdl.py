@@ -4,5 +4,5 @@ from mrcnic.verif import builds, harness
 
 
 def test_register_bank():
-    harness.run(builds.register_bank(data_width=64, planes=2), "mrcnic.verif.tb_register_bank",
-                {"data_width": 64, "planes": 2})
+    harness.run(builds.register_bank(), "mrcnic.verif.tb_register_bank",
+                {"constants": builds.BANK_CONSTANTS, "limits": builds.BANK_LIMITS})

@@ -7,6 +7,6 @@ from mrcnic.verif import builds, harness
 
 @pytest.mark.parametrize("width", [64, 512])
 def test_tx_pipeline(width):
-    harness.run(builds.tx_pipeline(width), "mrcnic.verif.tb_tx_pipeline",
-                {**builds.TX_CONFIG, "seed": width, "count": 40, "max_length": 6000,
+    harness.run(builds.nic(width), "mrcnic.verif.tb_tx_pipeline",
+                {**builds.NIC_CONFIG, "seed": width, "count": 40, "max_length": 6000,
                  "backpressure": 0.2})

@@ -1,26 +1,24 @@
-"""Configuring a simulated TX pipeline through its management ports: uSID templates, QP
-contexts and EV profiles, with the host-memory model behind it. Shared by the TX testbench and
-the TX line-rate bench."""
+"""Configuring a simulated NIC the way its host does, through the register map with the
+driver: uSID templates, QP contexts and EV profiles, with the host-memory model behind it.
+Shared by the TX testbench, the TX line-rate bench and the demo."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cocotbext.axi import AxiStreamFrame
 from scapy.compat import raw
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
+from mrcnic import driver
 from mrcnic import layers as L
 from mrcnic.evmap import EvLayout, UsidTemplate, ev_split
-from mrcnic.hdl.qp_context import MTU_CODES, QpState, SrMode, context_write_layout
-from mrcnic.hdl.spray_scheduler import SprayScheduler
-from mrcnic.hdl.srv6_encap import template_layout
+from mrcnic.hdl.qp_context import MTU_CODES, QpState, SrMode
+from mrcnic.regclient import AsyncRegisterClient
 from mrcnic.verif.host_memory import HostMemory
-from mrcnic.verif.layouts import encode
 from mrcnic.verif.packets import encapsulate
-from mrcnic.verif.tbkit import setup, source
+from mrcnic.verif.tbkit import CsrBus, setup
 from mrcnic.verif.tx_model import QueuePair
 from mrcnic.wire import IPPROTO_UDP
 
@@ -40,34 +38,32 @@ class TxConfig:
     qps: dict = field(default_factory=dict)
     modes: dict = field(default_factory=dict)
     profiles: dict = field(default_factory=dict)
+    regs: AsyncRegisterClient | None = None
 
 
 async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), latency=(2, 10),
                     gap=0.1) -> TxConfig:
-    """Resets the DUT and loads every QP (``p`` holds the build parameters)."""
-    Q, E, P, S, T, U = (p[k] for k in ("qps", "evs", "planes", "spines", "templates",
-                                       "max_usids"))
+    """Resets the NIC and sets it up the way a host does, through its registers with the
+    driver: addresses, uSID templates, QP contexts and EV profiles (``p`` holds the build
+    parameters)."""
+    Q, E, P, S, T = (p[k] for k in ("qps", "evs", "planes", "spines", "templates"))
     layout = EvLayout(P, S)
     await setup(dut)
-    dut.src_mac.value = int(SRC_MAC.replace(":", ""), 16)
-    dut.src_ip.value = SRC_IP
     dut.port_ready.value = (1 << P) - 1
     mem = HostMemory(dut, read="mem", write=None, rng=rng, latency=latency, gap=gap)
     mem.map(BASE, 1 << 26)
     cfg = TxConfig(layout, mem)
+    regs = cfg.regs = AsyncRegisterClient(CsrBus(dut))
 
-    tw, cw, ld = source(dut, "template_write"), source(dut, "ctx_write"), source(dut, "ev_load")
+    info = await regs.run(driver.identify())
+    assert (info["qps"], info["evs"], info["planes"]) == (Q, E, P), info
+    await regs.run(driver.set_addresses(SRC_MAC, SRC_IP))
     for t in range(T):
         hops = (3, 9, 14, 5)[t % 4]
         cfg.templates[t] = UsidTemplate(0xFCBB, tuple(rng.randrange(0x20, 0x1000) & ~0xF
                                                       for _ in range(hops)), rng.randrange(hops))
-        await tw.send(AxiStreamFrame(encode(template_layout(T, U), {
-            "index": t, "block": 0xFCBB, "count": hops,
-            "spine_index": cfg.templates[t].spine_index,
-            "usids": sum(u << (16 * i) for i, u in enumerate(cfg.templates[t].usids))})))
+        await regs.run(driver.write_template(t, cfg.templates[t]))
     modes = modes or (SrMode.USID, SrMode.USID_SRH, SrMode.PLAIN, SrMode.USID)
-    load_layout = SprayScheduler(Q, E, P, 2).signature.members["load"].signature.members[
-        "payload"].shape
     for q in range(Q):
         code = rng.choice(sorted(MTU_CODES)) if mtu_code is None else mtu_code
         cfg.qps[q] = QueuePair(dqp=0x200 + q, src_mac=SRC_MAC, dst_mac=f"02:00:00:00:01:{q:02x}",
@@ -76,20 +72,16 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
                                next_psn=(1 << 24) - 2 if q == 0 else rng.getrandbits(24),
                                msn=rng.getrandbits(16))
         cfg.modes[q] = modes[q % len(modes)]
-        state = QpState.INIT if q in not_ready else QpState.RTS
-        await cw.send(AxiStreamFrame(encode(context_write_layout(Q), {
-            "qp": q, "static": {"state": state, "dqp": cfg.qps[q].dqp, "mtu": code,
-                                "mode": cfg.modes[q], "template": q % T,
-                                "dst_mac": int(cfg.qps[q].dst_mac.replace(":", ""), 16),
-                                "dst_ip": cfg.qps[q].dst_ip},
-            "seq": {"next_psn": cfg.qps[q].next_psn, "msn": cfg.qps[q].msn}})))
-        # Entry i of a profile is on plane i % planes: the EVs are made to match.
-        cfg.profiles[q] = [layout.make(i % P, rng.randrange(S), rng.getrandbits(32))
-                           for i in range(E)]
-        for i, ev in enumerate(cfg.profiles[q]):
-            await ld.send(AxiStreamFrame(encode(load_layout, {"qp": q, "index": i, "ev": ev})))
-    for s in (tw, cw, ld):
-        await s.wait()
+        await regs.run(driver.configure_qp(q, driver.QpConfig(
+            dqp=cfg.qps[q].dqp, dst_mac=cfg.qps[q].dst_mac, dst_ip=cfg.qps[q].dst_ip,
+            template=q % T, mtu=MTU_CODES[code], mode=cfg.modes[q],
+            state=QpState.INIT if q in not_ready else QpState.RTS,
+            next_psn=cfg.qps[q].next_psn, msn=cfg.qps[q].msn)))
+        # A full profile, EVs in random order: the driver puts each on its own plane's entries.
+        evs = [layout.make(i % P, rng.randrange(S), rng.getrandbits(32)) for i in range(E)]
+        rng.shuffle(evs)
+        cfg.profiles[q] = await regs.run(driver.load_ev_profile(q, evs, layout))
+    assert await regs.read("global.bus_errors") == 0, "the driver's set-up was refused"
     return cfg
 
 

@@ -1,0 +1,144 @@
+"""The NIC: the register bank and the datapath it configures and observes."""
+
+from amaranth import Module, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from mrcnic.regmap import MAX_PLANES, TX_ERROR_REASONS, by_name
+
+from .csr_bus import CSRBus
+from .host_memory import MemReadPort
+from .plane_demux import plane_members
+from .register_bank import RegisterBank
+from .segmenter import completion_layout, work_request_layout
+from .tx_pipeline import TxPipeline
+
+__all__ = ["Nic"]
+
+
+def _staged(m, bank, block, target, rename=None):
+    """Drives every field of ``target`` (a layout view) from the RW register of the same name
+    in ``block`` (or the name ``rename`` gives), refusing to elaborate when the register map and
+    the layout disagree on a width: the two must describe the same field."""
+    rename = rename or {}
+    for name, field in target.shape():
+        path = rename.get(name, f"{block}.{name}")
+        reg = by_name(path)
+        if reg.width != field.width:
+            raise ValueError(f"register {path} is {reg.width} bits, the layout's {name} is "
+                             f"{field.width}")
+        m.d.comb += Value.cast(getattr(target, name)).eq(getattr(bank, reg.port))
+
+
+class Nic(wiring.Component):
+    """The NIC's register bank joined to its TX pipeline.
+
+    Management reaches the datapath only through the CSR bus (docs/registers.md): QP contexts
+    (``qp.*``), EV profiles and their states (``ev.*``), uSID templates (``tpl.*``), this NIC's
+    addresses and the planes it may use (``tx.*``); the TX counters read back there too.
+
+    Parameters
+    ----------
+    width, qps, evs, planes, spines, templates, max_usids, backups : as :class:`TxPipeline`.
+
+    Attributes
+    ----------
+    bus : In(CSRBus())
+    wr : In(work requests);  cpl : Out(error completions);  mem : Out(MemReadPort(width))
+    ev_update : In(stream)
+        EV state changes from the reliability engine (never DENIED; ``ev.set_state`` wins a
+        cycle in which both arrive).
+    port_ready : In(planes), each plane's port
+    plane0 .. plane<N-1> : Out(PacketStream(width))
+    """
+
+    def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
+                 backups=4):
+        if not 1 <= planes <= MAX_PLANES:
+            raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")
+        if max_usids > by_name("tpl.count").max_value:
+            raise ValueError(f"max_usids must be at most {by_name('tpl.count').max_value}")
+        self._params = dict(width=width, qps=qps, evs=evs, planes=planes, spines=spines,
+                            templates=templates, max_usids=max_usids, backups=backups)
+        self._tx = TxPipeline(**self._params)
+        self._bank = RegisterBank(
+            constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
+                       "global.evs": evs, "global.templates": templates,
+                       "global.max_usids": max_usids},
+            limits={"qp.write": qps - 1, "ev.qp": qps - 1, "ev.index": evs - 1,
+                    "tpl.write": templates - 1, "qp.template": templates - 1,
+                    "tpl.count": max_usids, "tpl.spine_index": max_usids - 1})
+        update = self._tx.signature.members["ev_update"].signature.members["payload"].shape
+        members = {
+            "bus": In(CSRBus()),
+            "wr": In(stream.Signature(work_request_layout())),
+            "cpl": Out(stream.Signature(completion_layout(qps))),
+            "mem": Out(MemReadPort(width)),
+            "ev_update": In(stream.Signature(update)),
+            "port_ready": In(planes),
+        }
+        members.update({k: v for k, v in plane_members(width, planes).items()
+                        if k.startswith("plane")})
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.bank = bank = self._bank
+        m.submodules.tx = tx = self._tx
+        planes = self._params["planes"]
+        flip = wiring.flipped
+
+        wiring.connect(m, flip(self.bus), bank.bus)
+        wiring.connect(m, flip(self.wr), tx.wr)
+        wiring.connect(m, tx.cpl, flip(self.cpl))
+        wiring.connect(m, tx.mem, flip(self.mem))
+        for p in range(planes):
+            wiring.connect(m, getattr(tx, f"plane{p}"), flip(getattr(self, f"plane{p}")))
+        m.d.comb += [
+            tx.src_mac.eq(bank.tx_src_mac), tx.src_ip.eq(bank.tx_src_ip),
+            tx.port_ready.eq(self.port_ready & bank.tx_plane_enable[:planes]),
+        ]
+
+        # qp.write: the staged qp.* fields become that QP's context.
+        ctx = tx.ctx_write.payload
+        _staged(m, bank, "qp", ctx.static)
+        _staged(m, bank, "qp", ctx.seq)
+        m.d.comb += [ctx.qp.eq(bank.qp_write.payload), tx.ctx_write.valid.eq(bank.qp_write.valid),
+                     bank.qp_write.ready.eq(tx.ctx_write.ready)]
+
+        # ev.load: an entry, a spare or a clear of the staged QP's profile.
+        ld = tx.ev_load.payload
+        m.d.comb += [ld.qp.eq(bank.ev_qp), ld.index.eq(bank.ev_index), ld.ev.eq(bank.ev_value),
+                     ld.op.eq(bank.ev_load.payload), tx.ev_load.valid.eq(bank.ev_load.valid),
+                     bank.ev_load.ready.eq(tx.ev_load.ready)]
+
+        # ev.set_state (management, so DENIED can be set and left) or the reliability engine.
+        up = tx.ev_update.payload
+        with m.If(bank.ev_set_state.valid):
+            m.d.comb += [up.qp.eq(bank.ev_qp), up.index.eq(bank.ev_index),
+                         up.state.eq(bank.ev_set_state.payload), up.management.eq(1),
+                         tx.ev_update.valid.eq(1), bank.ev_set_state.ready.eq(tx.ev_update.ready)]
+        with m.Else():
+            m.d.comb += [up.eq(self.ev_update.payload), up.management.eq(0),
+                         tx.ev_update.valid.eq(self.ev_update.valid),
+                         self.ev_update.ready.eq(tx.ev_update.ready)]
+
+        # tpl.write: the staged tpl.* fields become that template.
+        tpl = tx.template_write.payload
+        usids = tpl.usids.as_value()
+        m.d.comb += [tpl.index.eq(bank.tpl_write.payload), tpl.block.eq(bank.tpl_block),
+                     tpl.count.eq(bank.tpl_count), tpl.spine_index.eq(bank.tpl_spine_index),
+                     usids.eq(bank.tpl_usids[:len(usids)]),
+                     tx.template_write.valid.eq(bank.tpl_write.valid),
+                     bank.tpl_write.ready.eq(tx.template_write.ready)]
+
+        # Counters.
+        m.d.comb += [bank.tx_requests.eq(tx.requests), bank.tx_ev_refused.eq(tx.ev_refused),
+                     bank.tx_ev_replaced.eq(tx.ev_replaced)]
+        for why in TX_ERROR_REASONS:
+            m.d.comb += getattr(bank, f"tx_err_{why}").eq(getattr(tx, f"err_{why}"))
+        for p in range(planes):
+            m.d.comb += [getattr(bank, f"tx_frames_p{p}").eq(getattr(tx, f"frames{p}")),
+                         getattr(bank, f"tx_bytes_p{p}").eq(getattr(tx, f"bytes{p}"))]
+        return m
+

@@ -1,0 +1,182 @@
+"""The host driver: what it takes to bring a NIC up and watch it, as register programs.
+
+Each function returns a program (see :mod:`mrcnic.regclient`) that either client runs::
+
+    regs = RegisterClient(transport)             # or AsyncRegisterClient in a simulation
+    info = regs.run(identify())
+    regs.run(write_template(0, UsidTemplate(0xFCBB, (0x100, 0x200, 0x300), spine_index=1)))
+    profile = regs.run(load_ev_profile(qp=3, evs=my_evs, layout=EvLayout(planes=2, spines=4)))
+
+Values are checked against the NIC's own build parameters (read from the ``global`` block)
+before anything is written, and a bad one raises :class:`RegisterError` naming it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from .evmap import EvLayout, UsidTemplate
+from .hdl.qp_context import MTU_CODES, QpState, SrMode
+from .hdl.spray_scheduler import EvState, LoadOp
+from .regclient import Program, RegisterError, command, read, write
+from .regmap import MRCNIC_ID, TX_ERROR_REASONS
+
+__all__ = ["QpConfig", "identify", "set_addresses", "write_template", "configure_qp",
+           "load_ev_profile", "set_ev_state", "tx_counters", "mac_int", "ip_int"]
+
+_MTU_CODE = {size: code for code, size in MTU_CODES.items()}
+
+
+def mac_int(mac: str | int) -> int:
+    if isinstance(mac, int):
+        if not 0 <= mac < 1 << 48:
+            raise RegisterError(f"MAC address {mac:#x} is not 48 bits")
+        return mac
+    parts = mac.split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise RegisterError(f"{mac!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
+    try:
+        return int("".join(parts), 16)
+    except ValueError:
+        raise RegisterError(f"{mac!r} is not a MAC address (aa:bb:cc:dd:ee:ff)") from None
+
+
+def ip_int(ip: str | int) -> int:
+    try:
+        return int(ipaddress.IPv6Address(ip))
+    except (ValueError, ipaddress.AddressValueError):
+        raise RegisterError(f"{ip!r} is not an IPv6 address") from None
+
+
+@dataclass(frozen=True)
+class QpConfig:
+    """A QP's context as the driver sets it."""
+    dqp: int
+    dst_mac: str | int
+    dst_ip: str | int
+    template: int = 0
+    mtu: int = 4096              # bytes: 256, 512, 1024, 2048 or 4096
+    mode: SrMode = SrMode.USID
+    state: QpState = QpState.RTS
+    next_psn: int = 0
+    msn: int = 0
+
+
+def identify() -> Program:
+    """The NIC's identity and build parameters; refuses anything that is not an mrcnic."""
+    nic_id = yield from read("global.id")
+    if nic_id != MRCNIC_ID:
+        raise RegisterError(f"global.id reads {nic_id:#010x}, not {MRCNIC_ID:#010x}: this is not "
+                            "an mrcnic register window")
+    info = {"version": (yield from read("global.version"))}
+    for k in ("data_width", "planes", "qps", "evs", "templates", "max_usids"):
+        info[k] = yield from read(f"global.{k}")
+    return info
+
+
+def _below(what: str, value: int, limit_reg: str) -> Program:
+    limit = yield from read(limit_reg)
+    if not isinstance(value, int) or not 0 <= value < limit:
+        raise RegisterError(f"{what} {value!r} does not exist: this NIC has {limit} "
+                            f"({limit_reg})")
+    return limit
+
+
+def set_addresses(mac: str | int, ip: str | int) -> Program:
+    yield from write("tx.src_mac", mac_int(mac))
+    yield from write("tx.src_ip", ip_int(ip))
+
+
+def write_template(index: int, tpl: UsidTemplate) -> Program:
+    yield from _below("template", index, "global.templates")
+    most = yield from read("global.max_usids")
+    if len(tpl.usids) > most:
+        raise RegisterError(f"template {index} has {len(tpl.usids)} uSIDs; this NIC holds at "
+                            f"most {most}")
+    if tpl.block >> 16:
+        raise RegisterError(f"template {index}: block {tpl.block:#x} is not 16 bits")
+    yield from write("tpl.block", tpl.block)
+    yield from write("tpl.count", len(tpl.usids))
+    yield from write("tpl.spine_index", tpl.spine_index)
+    yield from write("tpl.usids", sum(u << (16 * i) for i, u in enumerate(tpl.usids)))
+    yield from command("tpl.write", index)
+
+
+def configure_qp(qp: int, cfg: QpConfig) -> Program:
+    yield from _below("QP", qp, "global.qps")
+    yield from _below(f"QP {qp}: template", cfg.template, "global.templates")
+    if cfg.mtu not in _MTU_CODE:
+        raise RegisterError(f"QP {qp}: MTU {cfg.mtu!r} is not one of {sorted(_MTU_CODE)}")
+    for name, bits in (("dqp", 24), ("next_psn", 24), ("msn", 16)):
+        v = getattr(cfg, name)
+        if not isinstance(v, int) or not 0 <= v < 1 << bits:
+            raise RegisterError(f"QP {qp}: {name} {v!r} is not a {bits}-bit value")
+    mode, state = SrMode(cfg.mode), QpState(cfg.state)
+    for path, value in (("qp.state", state.value), ("qp.dqp", cfg.dqp),
+                        ("qp.mtu", _MTU_CODE[cfg.mtu]), ("qp.mode", mode.value),
+                        ("qp.template", cfg.template), ("qp.dst_mac", mac_int(cfg.dst_mac)),
+                        ("qp.dst_ip", ip_int(cfg.dst_ip)), ("qp.next_psn", cfg.next_psn),
+                        ("qp.msn", cfg.msn)):
+        yield from write(path, value)
+    yield from command("qp.write", qp)
+
+
+def load_ev_profile(qp: int, evs, layout: EvLayout, spares=()) -> Program:
+    """Replaces QP ``qp``'s EV profile by ``evs`` (and its spares by ``spares``).
+
+    The NIC keeps entry ``i`` of a profile on plane ``i % planes``, so the EVs are ordered by
+    the plane their own plane field names: each plane must hold the same number. Returns the
+    profile as loaded, entry by entry.
+    """
+    yield from _below("QP", qp, "global.qps")
+    planes = yield from read("global.planes")
+    if layout.planes != planes:
+        raise RegisterError(f"the EV layout has {layout.planes} planes, the NIC {planes}")
+    evs = list(evs)
+    size = yield from read("global.evs")
+    if not 1 <= len(evs) <= size:
+        raise RegisterError(f"QP {qp}: a profile holds 1 .. {size} EVs, not {len(evs)}")
+    by_plane: list[list[int]] = [[] for _ in range(planes)]
+    for ev in evs:
+        if not isinstance(ev, int) or not 0 <= ev < 1 << 32:
+            raise RegisterError(f"QP {qp}: EV {ev!r} is not a 32-bit value")
+        by_plane[layout.plane(ev)].append(ev)
+    counts = [len(b) for b in by_plane]
+    if len(set(counts)) != 1:
+        raise RegisterError(f"QP {qp}: a profile needs as many EVs on every plane; these have "
+                            + ", ".join(f"{n} on plane {p}" for p, n in enumerate(counts)))
+    profile = [by_plane[i % planes][i // planes] for i in range(len(evs))]
+    yield from write("ev.qp", qp)
+    yield from command("ev.load", LoadOp.CLEAR.value)
+    for i, ev in enumerate(profile):
+        yield from write("ev.index", i)
+        yield from write("ev.value", ev)
+        yield from command("ev.load", LoadOp.ENTRY.value)
+    for ev in spares:
+        yield from write("ev.index", layout.plane(ev))
+        yield from write("ev.value", ev)
+        yield from command("ev.load", LoadOp.SPARE.value)
+    return profile
+
+
+def set_ev_state(qp: int, index: int, state: EvState) -> Program:
+    """Sets entry ``index`` of QP ``qp``'s profile to ``state`` (DENIED only this way)."""
+    yield from _below("QP", qp, "global.qps")
+    yield from _below(f"QP {qp}: profile entry", index, "global.evs")
+    yield from write("ev.qp", qp)
+    yield from write("ev.index", index)
+    yield from command("ev.set_state", EvState(state).value)
+
+
+def tx_counters() -> Program:
+    planes = yield from read("global.planes")
+    out = {"requests": (yield from read("tx.requests")), "errors": {},
+           "ev_refused": (yield from read("tx.ev_refused")),
+           "ev_replaced": (yield from read("tx.ev_replaced")), "planes": []}
+    for why in TX_ERROR_REASONS:
+        out["errors"][why] = yield from read(f"tx.err_{why}")
+    for p in range(planes):
+        out["planes"].append({"frames": (yield from read(f"tx.frames_p{p}")),
+                              "bytes": (yield from read(f"tx.bytes_p{p}"))})
+    return out

@@ -1,0 +1,88 @@
+"""The driver's register programs, run against a word store that answers like the register bank
+(the bank itself runs them under Verilator in the TX tests)."""
+
+import pytest
+
+from mrcnic import driver, regmap
+from mrcnic.evmap import EvLayout, UsidTemplate
+from mrcnic.regclient import RegisterClient, RegisterError
+from mrcnic.verif.test_regmap import FakeBus
+
+LAYOUT = EvLayout(planes=2, spines=4)
+
+
+def nic(**build):
+    bus = FakeBus()
+    build = {"id": regmap.MRCNIC_ID, "planes": 2, "qps": 4, "evs": 16, "templates": 4,
+             "max_usids": 14, **build}
+    for k, v in build.items():
+        bus.words[regmap.by_name(f"global.{k}").offset] = v
+    return bus, RegisterClient(bus)
+
+
+def commands(bus, path):
+    off = regmap.by_name(path).offset
+    return [v for o, v in bus.writes if o == off]
+
+
+def test_identify_reads_the_build_and_refuses_a_stranger():
+    bus, c = nic()
+    assert c.run(driver.identify())["evs"] == 16
+    bus.words[0] = 0x1234
+    with pytest.raises(RegisterError, match="not an mrcnic"):
+        c.run(driver.identify())
+
+
+def test_profile_entries_sit_on_their_own_plane():
+    bus, c = nic()
+    evs = [LAYOUT.make(1, s, 7) for s in range(4)] + [LAYOUT.make(0, s, 9) for s in range(4)]
+    profile = c.run(driver.load_ev_profile(2, evs, LAYOUT))
+    assert sorted(profile) == sorted(evs)
+    assert [LAYOUT.plane(ev) for ev in profile] == [i % 2 for i in range(8)]
+    assert commands(bus, "ev.load") == [2] + [0] * 8        # CLEAR, then each entry
+    assert commands(bus, "ev.value") == profile
+
+
+@pytest.mark.parametrize("evs,match", [
+    ([LAYOUT.make(0, 0), LAYOUT.make(0, 1), LAYOUT.make(1, 0)], "2 on plane 0, 1 on plane 1"),
+    ([], "1 .. 16"), ([LAYOUT.make(p % 2, 0, p) for p in range(18)], "1 .. 16"),
+    ([1 << 32, 0], "32-bit"),
+])
+def test_bad_profiles_are_refused_before_any_write(evs, match):
+    bus, c = nic()
+    with pytest.raises(RegisterError, match=match):
+        c.run(driver.load_ev_profile(0, evs, LAYOUT))
+    assert bus.writes == []
+
+
+def test_profile_layout_must_match_the_nic():
+    _, c = nic(planes=4)
+    with pytest.raises(RegisterError, match="2 planes, the NIC 4"):
+        c.run(driver.load_ev_profile(0, [LAYOUT.make(0, 0), LAYOUT.make(1, 0)], LAYOUT))
+
+
+@pytest.mark.parametrize("qp,cfg,match", [
+    (4, {}, "QP 4 does not exist"), (0, {"mtu": 1500}, "MTU 1500"),
+    (0, {"template": 4}, "template 4 does not exist"), (0, {"dqp": 1 << 24}, "dqp"),
+    (0, {"dst_mac": "02:00:00"}, "not a MAC"), (0, {"dst_ip": "fd00::1::2"}, "not an IPv6"),
+])
+def test_bad_qp_settings_are_refused(qp, cfg, match):
+    bus, c = nic()
+    good = dict(dqp=5, dst_mac="02:00:00:00:00:02", dst_ip="fd00::2")
+    with pytest.raises(RegisterError, match=match):
+        c.run(driver.configure_qp(qp, driver.QpConfig(**{**good, **cfg})))
+    assert commands(bus, "qp.write") == []
+
+
+def test_qp_and_template_land_in_their_registers():
+    bus, c = nic()
+    c.run(driver.configure_qp(1, driver.QpConfig(dqp=0x77, dst_mac="02:00:00:00:00:02",
+                                                 dst_ip="fd00::2", mtu=1024, next_psn=5)))
+    assert c.read("qp.dqp") == 0x77 and c.read("qp.mtu") == 2 and c.read("qp.next_psn") == 5
+    assert c.read("qp.dst_ip") == (0xFD00 << 112) | 2
+    assert commands(bus, "qp.write") == [1]
+    c.run(driver.write_template(3, UsidTemplate(0xFCBB, (0x100, 0x200, 0x300), spine_index=1)))
+    assert c.read("tpl.usids") == 0x0300_0200_0100 and c.read("tpl.count") == 3
+    with pytest.raises(RegisterError, match="at most 2"):
+        _, small = nic(max_usids=2)
+        small.run(driver.write_template(0, UsidTemplate(0xFCBB, (1, 2, 3), spine_index=0)))
