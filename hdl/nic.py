@@ -1,6 +1,6 @@
 """The NIC: the register bank and the datapath it configures and observes."""
 
-from amaranth import Module, Value
+from amaranth import Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -9,8 +9,10 @@ from mrcnic.regmap import MAX_PLANES, TX_ERROR_REASONS, by_name
 from .csr_bus import CSRBus
 from .host_memory import MemReadPort
 from .plane_demux import plane_members
+from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
 from .segmenter import completion_layout, work_request_layout
+from .spray_scheduler import EvState, LoadOp
 from .tx_pipeline import TxPipeline
 
 __all__ = ["Nic"]
@@ -33,7 +35,8 @@ def _staged(m, bank, block, target, rename=None):
 class Nic(wiring.Component):
     """The NIC's register bank joined to its TX pipeline.
 
-    Management reaches the datapath only through the CSR bus (docs/registers.md): QP contexts
+    Management reaches the datapath only through the CSR bus (docs/registers.md): the enable
+    (``global.control``), QP contexts
     (``qp.*``), EV profiles and their states (``ev.*``), uSID templates (``tpl.*``), this NIC's
     addresses and the planes it may use (``tx.*``); the TX counters read back there too.
 
@@ -58,13 +61,21 @@ class Nic(wiring.Component):
             raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")
         if max_usids > by_name("tpl.count").max_value:
             raise ValueError(f"max_usids must be at most {by_name('tpl.count').max_value}")
+        # The register map states these limits in its own words: they must be the enums'.
+        for path, enum in (("qp.state", QpState), ("qp.mode", SrMode), ("ev.load", LoadOp),
+                           ("ev.set_state", EvState)):
+            top = max(e.value for e in enum)
+            if by_name(path).max_value != top:
+                raise ValueError(f"register {path} accepts up to {by_name(path).max_value}, "
+                                 f"{enum.__name__} goes up to {top}")
         self._params = dict(width=width, qps=qps, evs=evs, planes=planes, spines=spines,
                             templates=templates, max_usids=max_usids, backups=backups)
         self._tx = TxPipeline(**self._params)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
-                       "global.max_usids": max_usids},
+                       "global.max_usids": max_usids, "global.spines": spines,
+                       "global.spares": backups},
             limits={"qp.write": qps - 1, "ev.qp": qps - 1, "ev.index": evs - 1,
                     "tpl.write": templates - 1, "qp.template": templates - 1,
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1})
@@ -89,13 +100,20 @@ class Nic(wiring.Component):
         flip = wiring.flipped
 
         wiring.connect(m, flip(self.bus), bank.bus)
-        wiring.connect(m, flip(self.wr), tx.wr)
+        # global.control bit 0 gates the work requests; the addresses are taken up only while
+        # it is clear, so a packet never carries half of an old and half of a new one.
+        enabled = bank.global_control[0]
+        m.d.comb += [tx.wr.payload.eq(self.wr.payload), tx.wr.valid.eq(self.wr.valid & enabled),
+                     self.wr.ready.eq(tx.wr.ready & enabled)]
+        src_mac, src_ip = Signal(48), Signal(128)
+        with m.If(~enabled):
+            m.d.sync += [src_mac.eq(bank.tx_src_mac), src_ip.eq(bank.tx_src_ip)]
         wiring.connect(m, tx.cpl, flip(self.cpl))
         wiring.connect(m, tx.mem, flip(self.mem))
         for p in range(planes):
             wiring.connect(m, getattr(tx, f"plane{p}"), flip(getattr(self, f"plane{p}")))
         m.d.comb += [
-            tx.src_mac.eq(bank.tx_src_mac), tx.src_ip.eq(bank.tx_src_ip),
+            tx.src_mac.eq(src_mac), tx.src_ip.eq(src_ip),
             tx.port_ready.eq(self.port_ready & bank.tx_plane_enable[:planes]),
         ]
 

@@ -264,13 +264,15 @@ class SprayScheduler(wiring.Component):
             m.d.sync += fetch.eq(0)
             for q in range(Q):
                 with m.If(fetch_qp == q):
-                    m.d.sync += good[q].bit_select(fetch_index, 1).eq(1)
+                    # The spare is new to the round: it may be picked before the round ends.
+                    m.d.sync += [good[q].bit_select(fetch_index, 1).eq(1),
+                                 used[q].bit_select(fetch_index, 1).eq(0)]
         with m.Elif(self.load.valid & (ld.op == LoadOp.CLEAR)):
             for q in range(Q):
                 with m.If(ld.qp == q):
                     m.d.sync += [good[q].eq(0), denied[q].eq(0), skip_now[q].eq(0),
                                  skip_next[q].eq(0), size[q].eq(0), grants[q].eq(0),
-                                 used[q].eq(0),
+                                 used[q].eq(0), turn[q].eq(0),
                                  *[spares[q][p].eq(0) for p in range(P)]]
         with m.Elif(self.load.valid & (ld.op == LoadOp.SPARE)):
             for q in range(Q):
@@ -291,6 +293,7 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.If(ld.qp == q):
                     m.d.sync += [good[q].bit_select(ld.index, 1).eq(1),
+                                 used[q].bit_select(ld.index, 1).eq(0),
                                  denied[q].bit_select(ld.index, 1).eq(0),
                                  skip_now[q].bit_select(ld.index, 1).eq(0),
                                  skip_next[q].bit_select(ld.index, 1).eq(0)]

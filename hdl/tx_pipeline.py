@@ -1,6 +1,6 @@
 """The TX pipeline: work requests in, sprayed and source-routed MRC packets out on every plane."""
 
-from amaranth import Module
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -154,13 +154,20 @@ class TxPipeline(wiring.Component):
             planes.f.r_en.eq(demux.plane.ready),
         ]
 
-        # Error completions from the segmenter and the builder share one stream.
-        with m.If(seg.cpl.valid):
-            m.d.comb += [self.cpl.payload.eq(seg.cpl.payload), self.cpl.valid.eq(1),
-                         seg.cpl.ready.eq(self.cpl.ready)]
-        with m.Else():
+        # Error completions from the segmenter and the builder share one stream; a completion
+        # offered and not yet taken keeps the stream until it is (stream rules: no change under
+        # valid).
+        from_build = Signal()        # the builder's completion has the stream this cycle
+        held = Signal()              # a completion was offered last cycle and not taken...
+        held_build = Signal()        # ...and it was the builder's
+        m.d.comb += from_build.eq(Mux(held, held_build, ~seg.cpl.valid))
+        m.d.sync += [held.eq(self.cpl.valid & ~self.cpl.ready), held_build.eq(from_build)]
+        with m.If(from_build):
             m.d.comb += [self.cpl.payload.eq(build.cpl.payload),
                          self.cpl.valid.eq(build.cpl.valid), build.cpl.ready.eq(self.cpl.ready)]
+        with m.Else():
+            m.d.comb += [self.cpl.payload.eq(seg.cpl.payload), self.cpl.valid.eq(seg.cpl.valid),
+                         seg.cpl.ready.eq(self.cpl.ready)]
         with m.If(self.cpl.valid & self.cpl.ready):
             for status in WrStatus:
                 if status is not WrStatus.OK:

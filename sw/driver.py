@@ -13,6 +13,7 @@ before anything is written, and a bad one raises :class:`RegisterError` naming i
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 
@@ -20,9 +21,9 @@ from .evmap import EvLayout, UsidTemplate
 from .hdl.qp_context import MTU_CODES, QpState, SrMode
 from .hdl.spray_scheduler import EvState, LoadOp
 from .regclient import Program, RegisterError, command, read, write
-from .regmap import MRCNIC_ID, TX_ERROR_REASONS
+from .regmap import BUS_ERRORS, MRCNIC_ID, TX_ERROR_REASONS
 
-__all__ = ["QpConfig", "identify", "set_addresses", "write_template", "configure_qp",
+__all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "write_template", "configure_qp",
            "load_ev_profile", "set_ev_state", "tx_counters", "mac_int", "ip_int"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
@@ -63,6 +64,21 @@ class QpConfig:
     msn: int = 0
 
 
+def _refusals_checked(fn):
+    """The sequence fails if the NIC refused any of its accesses (``global.bus_errors`` moved):
+    a refused staged field would otherwise go out with the next command unnoticed."""
+    @functools.wraps(fn)
+    def program(*args, **kwargs):
+        before = yield from read(BUS_ERRORS)
+        result = yield from fn(*args, **kwargs)
+        refused = ((yield from read(BUS_ERRORS)) - before) % (1 << 32)
+        if refused:
+            raise RegisterError(f"{fn.__name__}: the NIC refused {refused} access(es) "
+                                f"({BUS_ERRORS}); its state after the first one is not known")
+        return result
+    return program
+
+
 def identify() -> Program:
     """The NIC's identity and build parameters; refuses anything that is not an mrcnic."""
     nic_id = yield from read("global.id")
@@ -70,7 +86,8 @@ def identify() -> Program:
         raise RegisterError(f"global.id reads {nic_id:#010x}, not {MRCNIC_ID:#010x}: this is not "
                             "an mrcnic register window")
     info = {"version": (yield from read("global.version"))}
-    for k in ("data_width", "planes", "qps", "evs", "templates", "max_usids"):
+    for k in ("data_width", "planes", "qps", "evs", "templates", "max_usids", "spines",
+              "spares"):
         info[k] = yield from read(f"global.{k}")
     return info
 
@@ -83,12 +100,37 @@ def _below(what: str, value: int, limit_reg: str) -> Program:
     return limit
 
 
+def _nic_layout(layout: EvLayout) -> Program:
+    """Refuses an EV layout other than the NIC's own (its planes, its spines, the default
+    field positions, which are the ones the gateware reads)."""
+    planes = yield from read("global.planes")
+    spines = yield from read("global.spines")
+    nic = EvLayout(planes, spines)
+    if layout != nic:
+        raise RegisterError(f"the EV layout {layout} is not the NIC's {nic}")
+    return planes
+
+
+@_refusals_checked
+def set_enabled(on: bool) -> Program:
+    """Lets the NIC take work requests (``True``) or stops it taking more (``False``)."""
+    yield from write("global.control", int(bool(on)))
+
+
+@_refusals_checked
 def set_addresses(mac: str | int, ip: str | int) -> Program:
-    yield from write("tx.src_mac", mac_int(mac))
-    yield from write("tx.src_ip", ip_int(ip))
+    """This NIC's MAC and IPv6 addresses; used from when the NIC is next disabled."""
+    mac, ip = mac_int(mac), ip_int(ip)
+    yield from write("tx.src_mac", mac)
+    yield from write("tx.src_ip", ip)
 
 
+@_refusals_checked
 def write_template(index: int, tpl: UsidTemplate) -> Program:
+    if (tpl.block_bits, tpl.plane_shift) != (16, 12):
+        raise RegisterError(f"template {index}: the NIC's templates have a 16-bit block and the "
+                            f"plane at bit 12 of each uSID, not {tpl.block_bits} and "
+                            f"{tpl.plane_shift}")
     yield from _below("template", index, "global.templates")
     most = yield from read("global.max_usids")
     if len(tpl.usids) > most:
@@ -103,6 +145,7 @@ def write_template(index: int, tpl: UsidTemplate) -> Program:
     yield from command("tpl.write", index)
 
 
+@_refusals_checked
 def configure_qp(qp: int, cfg: QpConfig) -> Program:
     yield from _below("QP", qp, "global.qps")
     yield from _below(f"QP {qp}: template", cfg.template, "global.templates")
@@ -122,6 +165,7 @@ def configure_qp(qp: int, cfg: QpConfig) -> Program:
     yield from command("qp.write", qp)
 
 
+@_refusals_checked
 def load_ev_profile(qp: int, evs, layout: EvLayout, spares=()) -> Program:
     """Replaces QP ``qp``'s EV profile by ``evs`` (and its spares by ``spares``).
 
@@ -130,17 +174,21 @@ def load_ev_profile(qp: int, evs, layout: EvLayout, spares=()) -> Program:
     profile as loaded, entry by entry.
     """
     yield from _below("QP", qp, "global.qps")
-    planes = yield from read("global.planes")
-    if layout.planes != planes:
-        raise RegisterError(f"the EV layout has {layout.planes} planes, the NIC {planes}")
-    evs = list(evs)
+    planes = yield from _nic_layout(layout)
+    evs, spares = list(evs), list(spares)
     size = yield from read("global.evs")
     if not 1 <= len(evs) <= size:
         raise RegisterError(f"QP {qp}: a profile holds 1 .. {size} EVs, not {len(evs)}")
-    by_plane: list[list[int]] = [[] for _ in range(planes)]
-    for ev in evs:
+    for ev in evs + spares:
         if not isinstance(ev, int) or not 0 <= ev < 1 << 32:
             raise RegisterError(f"QP {qp}: EV {ev!r} is not a 32-bit value")
+    room = yield from read("global.spares")
+    for p in range(planes):
+        n = sum(1 for ev in spares if layout.plane(ev) == p)
+        if n > room:
+            raise RegisterError(f"QP {qp}: {n} spares for plane {p}; the NIC keeps {room}")
+    by_plane: list[list[int]] = [[] for _ in range(planes)]
+    for ev in evs:
         by_plane[layout.plane(ev)].append(ev)
     counts = [len(b) for b in by_plane]
     if len(set(counts)) != 1:
@@ -160,6 +208,7 @@ def load_ev_profile(qp: int, evs, layout: EvLayout, spares=()) -> Program:
     return profile
 
 
+@_refusals_checked
 def set_ev_state(qp: int, index: int, state: EvState) -> Program:
     """Sets entry ``index`` of QP ``qp``'s profile to ``state`` (DENIED only this way)."""
     yield from _below("QP", qp, "global.qps")

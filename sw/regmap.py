@@ -17,8 +17,8 @@ bits takes consecutive words, least significant word first. Access kinds:
 * ``CONST``: a value fixed when the bank is built (identification, build parameters).
 * ``CMD``: a command. Writing it hands the value, with the block's RW registers as they stand, to
   the gateware; reading it returns 1 while that command is still pending and 0 once taken.
-  While a command is pending, writes to that command and to its block's RW registers are refused
-  and counted, so what the gateware receives is exactly what the host staged. A driver writes
+  While a command is pending, writes to its block's commands and RW registers are refused and
+  counted, so what the gateware receives is exactly what the host staged. A driver writes
   the block's registers, writes the command, and reads it back until 0 before the next one.
 """
 
@@ -86,15 +86,20 @@ def _r(block, name, offset, width, access, reset, doc, limit=None):
 
 def _tx_registers():
     regs = [
-        _r("tx", "src_mac", 0x300, 48, "RW", 0, "This NIC's MAC address (inner Ethernet source)."),
+        _r("tx", "src_mac", 0x300, 48, "RW", 0,
+           "This NIC's MAC address (inner Ethernet source); used from when global.control bit 0 "
+           "is next clear, so a packet never carries half of an old and half of a new one."),
         _r("tx", "src_ip", 0x308, 128, "RW", 0,
-           "This NIC's IPv6 address: inner source, and outer source in SRv6 modes."),
+           "This NIC's IPv6 address: inner source, and outer source in SRv6 modes; taken up "
+           "like tx.src_mac."),
         _r("tx", "plane_enable", 0x318, MAX_PLANES, "RW", (1 << MAX_PLANES) - 1,
            "Bit p: the TX side may send on plane p (ANDed with the port's own readiness)."),
         _r("tx", "requests", 0x320, 32, "RO", 0, "Work requests taken."),
     ]
     regs += [_r("tx", f"err_{why}", 0x324 + 4 * i, 32, "RO", 0,
-                f"Work requests failed with status {why.upper()}.")
+                f"Error completions with status {why.upper()}"
+                + (": one per packet whose payload read failed." if why == "memory" else
+                   ": one per work request refused."))
              for i, why in enumerate(TX_ERROR_REASONS)]
     regs += [_r("tx", f"frames_p{p}", 0x340 + 8 * p, 64, "RO", 0, f"Frames sent on plane {p}.")
              for p in range(MAX_PLANES)]
@@ -103,8 +108,8 @@ def _tx_registers():
              for p in range(MAX_PLANES)]
     regs += [
         _r("tx", "ev_refused", 0x3C0, 32, "RO", 0,
-           "EV state changes refused: DENIED set or left other than by ev.set_state, an index "
-           "outside the profile."),
+           "EV state changes and loads refused: DENIED set or left other than by ev.set_state, "
+           "an index outside the profile, a spare beyond global.spares."),
         _r("tx", "ev_replaced", 0x3C4, 32, "RO", 0, "ASSUMED_BAD EVs replaced by a spare."),
     ]
     return regs
@@ -165,7 +170,9 @@ REGISTERS: tuple[Register, ...] = (
     _r("global", "data_width", 0x008, 32, "CONST", 0, "Datapath width in bits (a build parameter)."),
     _r("global", "planes", 0x00C, 32, "CONST", 0, "Network planes (ports) the NIC was built with."),
     _r("global", "scratch", 0x010, 32, "RW", 0, "Scratch register: reads back what was written."),
-    _r("global", "control", 0x014, 1, "RW", 0, "Bit 0: enable the datapath."),
+    _r("global", "control", 0x014, 1, "RW", 0,
+       "Bit 0: the NIC takes work requests. Clear after reset: set it once the NIC is set up. "
+       "tx.src_mac and tx.src_ip take effect only while it is clear."),
     _r("global", "bus_errors", 0x018, 32, "RO", 0,
        "CSR accesses refused: unmapped offset, write to a register that is not RW or CMD, a "
        "value too wide or above the limit, a write while the block's command is pending."),
@@ -173,6 +180,10 @@ REGISTERS: tuple[Register, ...] = (
     _r("global", "evs", 0x020, 32, "CONST", 0, "The largest EV profile (entries per QP)."),
     _r("global", "templates", 0x024, 32, "CONST", 0, "uSID templates."),
     _r("global", "max_usids", 0x028, 32, "CONST", 0, "uSIDs a template can hold."),
+    _r("global", "spines", 0x02C, 32, "CONST", 0,
+       "Spines the EV layout names (with global.planes, the layout of docs/wire-format.md)."),
+    _r("global", "spares", 0x030, 32, "CONST", 0,
+       "Spare EVs each QP keeps per plane (ev.load 1 beyond them is refused)."),
     _r("icrc", "frames", 0x100, 32, "RO", 0, "Frames the ICRC checker has seen."),
     _r("icrc", "bad", 0x104, 32, "RO", 0, "Frames whose ICRC was wrong."),
     _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),

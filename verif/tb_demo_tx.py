@@ -49,6 +49,7 @@ async def demo_tx(dut):
         dqp=p["dqp"], dst_mac=p["dst_mac"], dst_ip=p["dst_ip"], template=0,
         mtu=MTU_CODES[p["mtu_code"]], mode=SrMode.USID, next_psn=p["psn"])))
     await regs.run(driver.load_ev_profile(q, p["evs_list"], EvLayout(P, p["spines"])))
+    await regs.run(driver.set_enabled(True))
 
     sinks = [sink(dut, f"plane{pl}") for pl in range(P)]
     writers = [PcapWriter(f"{p['out']}/tx_plane{pl}.pcap", linktype=1) for pl in range(P)]

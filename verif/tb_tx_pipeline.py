@@ -23,7 +23,7 @@ from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.packets import assert_frames_equal
 from mrcnic.verif.tbkit import CsrBus, PcapTap, params, sink, source
 from mrcnic.verif.tx_model import WriteRequest, segment
-from mrcnic.verif.tx_setup import BASE, configure, reference_frame, sent_ev
+from mrcnic.verif.tx_setup import BASE, SRC_IP, configure, reference_frame, sent_ev
 
 
 @cocotb.test()
@@ -120,23 +120,24 @@ async def tx_sends_what_the_reference_says(dut):
             (pl, c["planes"][pl])
 
 
-async def _send(dut, cfg, rng, q, length, wr_id=0):
-    """Posts one WRITE of ``length`` random bytes on QP ``q``; returns the data."""
+async def _send(wr, cfg, rng, q, length, wr_id=0):
+    """Posts one WRITE of ``length`` random bytes on QP ``q`` to the source ``wr``."""
     data = rng.randbytes(length)
     await cfg.mem.write_bytes(BASE, data)
-    await source(dut, "wr").send(AxiStreamFrame(encode(work_request_layout(), {
+    await wr.send(AxiStreamFrame(encode(work_request_layout(), {
         "wr_id": wr_id, "qp": q, "opcode": WrOpcode.WRITE, "laddr": BASE,
         "va": 0x7000_0000, "rkey": 1, "length": length})))
     return data
 
 
-async def _collect(dut, sinks, n):
-    """The planes and EVs of the next ``n`` packets."""
+async def _collect(dut, sinks, n, frames=False):
+    """The planes and EVs (or with ``frames`` the frames) of the next ``n`` packets."""
     got = []
 
     async def one(pl):
         while True:
-            got.append((pl, sent_ev(bytes((await sinks[pl].recv()).tdata))))
+            f = bytes((await sinks[pl].recv()).tdata)
+            got.append(f if frames else (pl, sent_ev(f)))
 
     tasks = [cocotb.start_soon(one(pl)) for pl in range(len(sinks))]
     for _ in range(100000):
@@ -158,13 +159,14 @@ async def management_through_the_registers(dut):
     cfg = await configure(dut, p, rng, mtu_code=0, modes=(SrMode.USID,))
     regs, profile = cfg.regs, cfg.profiles[1]
     sinks = [sink(dut, f"plane{pl}") for pl in range(P)]
+    wr = source(dut, "wr")
 
     # Deny all but two EVs of each plane: a long message uses exactly the others.
     keep = {i for i in range(len(profile)) if i // P < 2}
     for i in range(len(profile)):
         if i not in keep:
             await regs.run(driver.set_ev_state(1, i, EvState.DENIED))
-    await _send(dut, cfg, rng, 1, 256 * 40)
+    await _send(wr, cfg, rng, 1, 256 * 40)
     used = {ev for _, ev in await _collect(dut, sinks, 40)}
     assert used == {profile[i] for i in keep}, "DENIED EVs were used, or allowed ones were not"
 
@@ -175,20 +177,34 @@ async def management_through_the_registers(dut):
     await ClockCycles(dut.clk, 5)
     assert await regs.read("tx.ev_refused") == refused + 1
     await regs.run(driver.set_ev_state(1, P * 3, EvState.GOOD))
-    await _send(dut, cfg, rng, 1, 256 * 40)
+    await _send(wr, cfg, rng, 1, 256 * 40)
     used = {ev for _, ev in await _collect(dut, sinks, 40)}
     assert profile[P * 3] in used, "an EV management set GOOD again was not used"
 
     # A plane disabled in tx.plane_enable gets nothing.
     await regs.write("tx.plane_enable", 1)
-    await _send(dut, cfg, rng, 0, 256 * 20)
+    await _send(wr, cfg, rng, 0, 256 * 20)
     got = await _collect(dut, sinks, 20)
     assert {pl for pl, _ in got} == {0}, "a packet left on a disabled plane"
     await regs.write("tx.plane_enable", (1 << P) - 1)
 
+    # Disabled, the NIC takes no work request; a new MAC address is taken up then, and only
+    # then (a change while enabled waits for the next disable).
+    await regs.run(driver.set_enabled(False))
+    await regs.run(driver.set_addresses("02:00:00:00:00:aa", SRC_IP))
+    pending = cocotb.start_soon(_send(wr, cfg, rng, 0, 256 * 4))
+    await ClockCycles(dut.clk, 20)
+    assert not int(dut.wr_tready.value), "a disabled NIC took a work request"
+    await regs.run(driver.set_enabled(True))
+    await pending
+    await regs.run(driver.set_addresses("02:00:00:00:00:bb", SRC_IP))
+    await _send(wr, cfg, rng, 0, 256 * 4)
+    macs = {Ether(f).src for f in await _collect(dut, sinks, 8, frames=True)}
+    assert macs == {"02:00:00:00:00:aa"}, f"source MACs {macs}"
+
     # Values the NIC does not have are refused: by the driver, and by the bank when they come
     # anyway; nothing changes.
-    for program, match in ((driver.set_ev_state(Q, 0, EvState.GOOD), "QP"),
+    for program, match in ((driver.set_ev_state(Q, 0, EvState.GOOD), f"QP {Q} does not"),
                            (driver.configure_qp(0, driver.QpConfig(1, 0, 0, template=99)),
                             "template")):
         with pytest.raises(RegisterError, match=match):

@@ -14,7 +14,7 @@ LAYOUT = EvLayout(planes=2, spines=4)
 def nic(**build):
     bus = FakeBus()
     build = {"id": regmap.MRCNIC_ID, "planes": 2, "qps": 4, "evs": 16, "templates": 4,
-             "max_usids": 14, **build}
+             "max_usids": 14, "spines": 4, "spares": 2, **build}
     for k, v in build.items():
         bus.words[regmap.by_name(f"global.{k}").offset] = v
     return bus, RegisterClient(bus)
@@ -57,8 +57,48 @@ def test_bad_profiles_are_refused_before_any_write(evs, match):
 
 def test_profile_layout_must_match_the_nic():
     _, c = nic(planes=4)
-    with pytest.raises(RegisterError, match="2 planes, the NIC 4"):
+    with pytest.raises(RegisterError, match="is not the NIC's"):
         c.run(driver.load_ev_profile(0, [LAYOUT.make(0, 0), LAYOUT.make(1, 0)], LAYOUT))
+    _, c = nic()
+    moved = EvLayout(planes=2, spines=4, plane_shift=12)
+    with pytest.raises(RegisterError, match="is not the NIC's"):
+        c.run(driver.load_ev_profile(0, [moved.make(0, 0), moved.make(1, 0)], moved))
+
+
+def test_bad_spares_are_refused_before_any_write():
+    for spares, match in (([1 << 40], "32-bit"), ([LAYOUT.make(1, s) for s in range(3)],
+                                                  "3 spares for plane 1")):
+        bus, c = nic()
+        with pytest.raises(RegisterError, match=match):
+            c.run(driver.load_ev_profile(0, [LAYOUT.make(0, 0), LAYOUT.make(1, 0)], LAYOUT,
+                                         spares))
+        assert bus.writes == []
+
+
+def test_a_refusal_by_the_nic_fails_the_sequence():
+    bus, c = nic()
+    refused = regmap.by_name("qp.dqp").offset
+    errors = regmap.by_name("global.bus_errors").offset
+    write = bus.write
+
+    def refusing(offset, value):       # the bank refuses this one, as it does a locked block
+        if offset == refused:
+            bus.words[errors] += 1
+        else:
+            write(offset, value)
+
+    bus.write = refusing
+    with pytest.raises(RegisterError, match="refused 1 access"):
+        c.run(driver.configure_qp(0, driver.QpConfig(5, "02:00:00:00:00:02", "fd00::2")))
+
+
+def test_addresses_and_templates_are_checked_first():
+    bus, c = nic()
+    with pytest.raises(RegisterError, match="not an IPv6"):
+        c.run(driver.set_addresses("02:00:00:00:00:01", "fd00::1::"))
+    with pytest.raises(RegisterError, match="16-bit block"):
+        c.run(driver.write_template(0, UsidTemplate(0xFCBB_0001, (0x100,), 0, block_bits=32)))
+    assert bus.writes == []
 
 
 @pytest.mark.parametrize("qp,cfg,match", [

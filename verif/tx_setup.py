@@ -82,6 +82,7 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
         rng.shuffle(evs)
         cfg.profiles[q] = await regs.run(driver.load_ev_profile(q, evs, layout))
     assert await regs.read("global.bus_errors") == 0, "the driver's set-up was refused"
+    await regs.run(driver.set_enabled(True))
     return cfg
 
 
