@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     if missing:
         print(f"  missing PSNs           {len(missing)}: "
               + ", ".join(f"{p:#x}" for p in missing[:8]) + (" ..." if len(missing) > 8 else ""))
-        print("  (no retransmission yet: the reliability engine is the next piece to build)")
+        print("  (this NIC does not retransmit yet: the missing PSNs stay missing)")
     print(f"\n  pcaps: {out}/tx_plane*.pcap (what each plane sent), rx_wire.pcap (what arrived), "
           f"rx_decap.pcap (open with wireshark or `mrcnic decode FILE`)")
     print(f"  plot:  {out}/paths.png")
