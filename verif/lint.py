@@ -15,6 +15,7 @@ from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.hdl.nic import Nic
 from mrcnic.hdl.register_bank import RegisterBank
+from mrcnic.hdl.rx_front import RxFront
 from mrcnic.hdl.rx_ingress import RxIngress
 from mrcnic.hdl.segmenter import Segmenter
 from mrcnic.hdl.spray_scheduler import SprayScheduler
@@ -34,6 +35,7 @@ BLOCKS = {
     **{f"srv6_encap_w{w}": (lambda w=w: Srv6Encapsulator(w)) for w in (64, 512)},
     **{f"header_builder_w{w}": (lambda w=w: HeaderBuilder(w, 16)) for w in (64, 512)},
     **{f"rx_ingress_w{w}": (lambda w=w: RxIngress(w, planes=3)) for w in (64, 512)},
+    **{f"rx_front_w{w}": (lambda w=w: RxFront(w, planes=2, max_frame=2048)) for w in (64, 512)},
     "spray_scheduler": lambda: SprayScheduler(qps=4, evs=64, planes=2, backups=2),
 }
 

@@ -1,0 +1,143 @@
+"""Front drop: removes a per-frame number of leading bytes from every frame."""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .stream import PacketStream, check_width, keep_count, keep_mask
+
+__all__ = ["FrontDrop"]
+
+
+class FrontDrop(wiring.Component):
+    """Enters: on ``drop``, one record per frame (``bytes``, a multiple of ``unit``); on ``i``, the
+    frame, which must be longer than that. Leaves: the rest of the frame, realigned to lane 0.
+    One beat a cycle; a frame whose rest ends in a beat of its own (the last input beat did not
+    hold all of it) takes one more cycle, during which the next frame's first beat is taken if
+    it leaves nothing yet.
+
+    Parameters
+    ----------
+    width : data width in bits.
+    max_bytes : the most bytes a frame loses.
+    unit : ``bytes`` is always a multiple of this (a power of two), which bounds the shifter.
+
+    Attributes
+    ----------
+    drop : In(stream {bytes});  i : In(PacketStream(width));  o : Out(PacketStream(width))
+    """
+
+    def __init__(self, width=64, max_bytes=256, unit=2):
+        self._width = check_width(width)
+        if not isinstance(unit, int) or unit < 1 or unit & (unit - 1) or unit > width // 8:
+            raise ValueError(f"unit must be a power of two of at most a beat, not {unit!r}")
+        if not isinstance(max_bytes, int) or max_bytes < 0:
+            raise ValueError(f"max_bytes must be a non-negative integer, not {max_bytes!r}")
+        self._max, self._unit = max_bytes, unit
+        super().__init__({
+            "drop": In(stream.Signature(data.StructLayout({"bytes": range(max_bytes + 1)}))),
+            "i": In(PacketStream(width)),
+            "o": Out(PacketStream(width)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        L = self._width // 8
+        lb = (L - 1).bit_length()
+        d, o = self.i.payload, self.o.payload
+        n = keep_count(m, d.keep)
+        ub = (self._unit - 1).bit_length()
+
+        def bits(count):
+            """``count`` bytes (a multiple of the unit) in bits, so the shifter has only the
+            unit's positions."""
+            return (count >> ub) << (3 + ub)
+
+        # This frame's shift (bytes dropped modulo the beat) and whole beats still to drop.
+        req = self.drop.payload.bytes
+        s = Signal(range(L))
+        skip = Signal(range(self._max // L + 2))
+        carry = Signal(8 * L)        # kept bytes of the previous beat (L - s of them), lane 0 up
+        flush = Signal(range(L + 1))
+        s_now = Signal(range(L))     # the next frame's shift and whole beats, from its record
+        skip_now = Signal(range(self._max // L + 2))
+        m.d.comb += [s_now.eq(req[:lb]), skip_now.eq(req >> lb)]
+
+        def kept_beat(shift):
+            """The first beat of the frame that keeps bytes: from lane ``shift`` on."""
+            with m.If(shift == 0):
+                m.d.comb += [o.data.eq(d.data), o.keep.eq(d.keep), o.last.eq(d.last),
+                             self.o.valid.eq(1), self.i.ready.eq(self.o.ready)]
+                with m.If(self.o.ready & ~d.last):
+                    m.next = "PASS"
+                with m.Elif(self.o.ready):
+                    m.next = "START"
+            with m.Elif(d.last):
+                # The whole rest is in this beat.
+                m.d.comb += [o.data.eq(d.data >> bits(shift)), o.last.eq(1),
+                             o.keep.eq(keep_mask(m, n - shift, L)), self.o.valid.eq(1),
+                             self.i.ready.eq(self.o.ready)]
+                with m.If(self.o.ready):
+                    m.next = "START"
+            with m.Else():
+                m.d.comb += self.i.ready.eq(1)
+                m.d.sync += carry.eq(d.data >> bits(shift))
+                m.next = "SHIFT"
+
+        def start_frame():
+            """The first beat of a frame, with its drop record."""
+            m.d.sync += s.eq(s_now)
+            with m.If(self.drop.valid & self.i.valid):
+                with m.If(skip_now != 0):
+                    m.d.comb += [self.i.ready.eq(1), self.drop.ready.eq(1)]
+                    m.d.sync += skip.eq(skip_now - 1)
+                    m.next = "SKIP"
+                with m.Else():
+                    kept_beat(s_now)
+                    m.d.comb += self.drop.ready.eq(self.i.ready)
+
+        with m.FSM():
+            with m.State("START"):
+                start_frame()
+            with m.State("SKIP"):
+                with m.If(self.i.valid):
+                    with m.If(skip != 0):
+                        m.d.comb += self.i.ready.eq(1)
+                        m.d.sync += skip.eq(skip - 1)
+                    with m.Else():
+                        kept_beat(s)
+            with m.State("PASS"):
+                m.d.comb += [o.data.eq(d.data), o.keep.eq(d.keep), o.last.eq(d.last),
+                             self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready)]
+                with m.If(self.i.valid & self.o.ready & d.last):
+                    m.next = "START"
+            with m.State("SHIFT"):
+                # carry's L - s bytes, then the first s bytes of this beat.
+                total = Signal(range(2 * L + 1))
+                rest = Signal(range(L + 1))         # bytes carry holds
+                m.d.comb += [rest.eq(L - s), total.eq(L - s + n),
+                             o.data.eq(carry | (d.data << bits(rest))),
+                             self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready)]
+                with m.If(d.last & (total <= L)):
+                    m.d.comb += [o.last.eq(1), o.keep.eq(keep_mask(m, total, L))]
+                with m.Else():
+                    m.d.comb += o.keep.eq((1 << L) - 1)
+                with m.If(self.i.valid & self.o.ready):
+                    m.d.sync += carry.eq(d.data >> bits(s))
+                    with m.If(d.last):
+                        with m.If(total <= L):
+                            m.next = "START"
+                        with m.Else():
+                            m.d.sync += flush.eq(total - L)
+                            m.next = "FLUSH"
+            with m.State("FLUSH"):
+                m.d.comb += [self.o.valid.eq(1), o.data.eq(carry), o.last.eq(1),
+                             o.keep.eq(keep_mask(m, flush, L))]
+                with m.If(self.o.ready):
+                    m.next = "START"
+                    # The next frame's first beat, if it leaves nothing of its own yet, is taken
+                    # in the same cycle, so back-to-back frames lose no cycle here.
+                    with m.If(self.drop.valid & self.i.valid & ((skip_now != 0)
+                                                                | ((s_now != 0) & ~d.last))):
+                        start_frame()
+        return m

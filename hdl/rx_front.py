@@ -1,0 +1,160 @@
+"""RX front end: every plane's frames in, only plain, well-formed, ICRC-correct RoCEv2 frames out."""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from mrcnic import wire
+
+from .frame_filter import FrameFilter
+from .header_parser import HeaderParser, ParseError, parsed_layout
+from .headers import header_bytes
+from .icrc_checker import IcrcChecker
+from .rx_ingress import RxIngress
+from .srv6_decap import Srv6Decapsulator
+from .stream import check_width, packet_layout
+
+__all__ = ["rx_meta_layout", "drop_reasons", "RxFront"]
+
+#: the frame filter's reason for a frame a guard cut short (after the parser's own reasons)
+CUT = len(ParseError)
+
+
+def rx_meta_layout(planes):
+    """What travels with every frame that passes: the parser's record and the plane it came on."""
+    return data.StructLayout({"parsed": parsed_layout(), "plane": range(planes)})
+
+
+def drop_reasons():
+    """The counters the front end keeps, by name: each parse error, a cut frame, a bad ICRC."""
+    return [e.name.lower() for e in ParseError if e is not ParseError.NONE] + ["cut", "icrc"]
+
+
+class RxFront(wiring.Component):
+    """plane ports -> frame guards and merge -> header parser -> frame filter (drops what the
+    parser rejects, and cut frames) -> SRv6 decapsulator -> ICRC checker -> frame filter (drops
+    a bad ICRC) -> ``o``.
+
+    Every frame that leaves is plain RoCEv2 (Ethernet, the inner IPv6 packet, ICRC), with the
+    parser's record of its outer and inner headers and its plane on every beat. Nothing else
+    leaves: each frame dropped is counted by its reason.
+
+    Parameters
+    ----------
+    width, planes, max_frame (bytes), timeout (cycles a frame may stall), max_segments (SRH).
+
+    Attributes
+    ----------
+    plane0 .. plane<N-1> : In(PacketStream(width))
+    o : Out(stream {data, keep, last, meta: rx_meta_layout(planes)})
+    frames : Out(32), frames passed;  drop_<reason> : Out(32) for each of :func:`drop_reasons`
+    """
+
+    def __init__(self, width=64, planes=2, max_frame=9600, timeout=1024, max_segments=4):
+        self._width = check_width(width)
+        self._planes, self._segs = planes, max_segments
+        L = width // 8
+        depth = 1 << (2 * (-(-max_frame // L) + 1) - 1).bit_length()   # two of the largest
+        meta = rx_meta_layout(planes)
+        self._ingress = RxIngress(width, planes, max_frame, timeout)
+        self._parser = HeaderParser(width, max_segments, max_frame)
+        self._wellformed = FrameFilter(width, meta, CUT + 1, depth)
+        self._decap = Srv6Decapsulator(width, max_segments)
+        self._icrc = IcrcChecker(width)
+        self._checked = FrameFilter(width, meta, 1, depth)
+        members = {f"plane{p}": In(stream.Signature(packet_layout(width))) for p in range(planes)}
+        members["o"] = Out(stream.Signature(data.StructLayout({
+            **{n: f.shape for n, f in packet_layout(width)}, "meta": meta})))
+        members["frames"] = Out(32)
+        members.update({f"drop_{r}": Out(32) for r in drop_reasons()})
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        ing, parser, wf, decap, icrc, ck = (self._ingress, self._parser, self._wellformed,
+                                           self._decap, self._icrc, self._checked)
+        for name, sub in (("ingress", ing), ("parser", parser), ("wellformed", wf),
+                          ("decap", decap), ("icrc", icrc), ("checked", ck)):
+            m.submodules[name] = sub
+        meta = rx_meta_layout(self._planes)
+        for p in range(self._planes):
+            wiring.connect(m, wiring.flipped(getattr(self, f"plane{p}")), getattr(ing, f"plane{p}"))
+
+        # Ingress -> parser; the frame goes on to the first filter, and whether a guard cut it
+        # (and its plane) waits for the parser's record, which comes after its last beat.
+        side = data.StructLayout({"cut": 1, "plane": range(self._planes)})
+        m.submodules.sides = sides = fifo.SyncFIFOBuffered(width=side.size, depth=8)
+        g = ing.o.payload
+        take_last = ing.o.valid & g.last
+        m.d.comb += [
+            parser.i.payload.data.eq(g.data), parser.i.payload.keep.eq(g.keep),
+            parser.i.payload.last.eq(g.last),
+            parser.i.valid.eq(ing.o.valid & (~g.last | sides.w_rdy)),
+            ing.o.ready.eq(parser.i.ready & (~g.last | sides.w_rdy)),
+            sides.w_en.eq(take_last & parser.i.ready & sides.w_rdy),
+        ]
+        sw = side(sides.w_data)
+        m.d.comb += [sw.cut.eq(g.cut), sw.plane.eq(g.plane)]
+        wiring.connect(m, parser.o, wf.i)
+        sd = side(sides.r_data)
+        rec = parser.meta.payload
+        v = wf.verdict.payload
+        m.d.comb += [
+            v.drop.eq((rec.error != ParseError.NONE) | sd.cut),
+            v.reason.eq(Mux(sd.cut, CUT, rec.error.as_value())),
+            v.meta.parsed.eq(rec), v.meta.plane.eq(sd.plane),
+            wf.verdict.valid.eq(parser.meta.valid & sides.r_rdy),
+            parser.meta.ready.eq(wf.verdict.ready & sides.r_rdy),
+            sides.r_en.eq(parser.meta.valid & wf.verdict.ready & sides.r_rdy),
+        ]
+
+        # First filter -> decapsulator. At a frame's first beat its strip record goes to the
+        # decapsulator and its record to the second filter, which judges it after the ICRC.
+        w = wf.o.payload
+        pr = w.meta.parsed
+        m.submodules.metas = metas = fifo.SyncFIFOBuffered(width=meta.size, depth=16)
+        first = Signal(init=1)
+        sent = Signal()
+        room = decap.strip.ready & metas.w_rdy
+        go = ~first | sent | room
+        outer = Mux(pr.outer_present, wire.IPV6.length, 0)
+        srh = Mux(pr.srh_present, wire.SRH.length + 8 * pr.srh.hdr_ext_len, 0)
+        m.d.comb += [
+            decap.strip.payload.eth.eq(header_bytes(
+                {f.name: pr.eth[f.name] for f in wire.ETHERNET.fields}, wire.ETHERNET)),
+            decap.strip.payload.bytes.eq(outer + srh),
+            decap.strip.valid.eq(wf.o.valid & first & ~sent & metas.w_rdy),
+            metas.w_en.eq(wf.o.valid & first & ~sent & room), metas.w_data.eq(w.meta),
+            decap.i.payload.data.eq(w.data), decap.i.payload.keep.eq(w.keep),
+            decap.i.payload.last.eq(w.last),
+            decap.i.valid.eq(wf.o.valid & go), wf.o.ready.eq(decap.i.ready & go),
+        ]
+        with m.If(wf.o.valid & first & ~sent & room):
+            m.d.sync += sent.eq(1)
+        with m.If(wf.o.valid & wf.o.ready):
+            m.d.sync += [first.eq(w.last), sent.eq(0)]
+
+        # Decapsulator -> ICRC checker -> second filter, judged by the ICRC at the last beat.
+        wiring.connect(m, decap.o, icrc.i)
+        c = icrc.o.payload
+        verdict_ok = ~c.last | ck.verdict.ready
+        m.d.comb += [
+            ck.i.payload.data.eq(c.data), ck.i.payload.keep.eq(c.keep),
+            ck.i.payload.last.eq(c.last),
+            ck.i.valid.eq(icrc.o.valid & verdict_ok & metas.r_rdy),
+            icrc.o.ready.eq(ck.i.ready & verdict_ok & metas.r_rdy),
+            ck.verdict.payload.drop.eq(~c.icrc_ok), ck.verdict.payload.reason.eq(0),
+            ck.verdict.payload.meta.eq(meta(metas.r_data)),
+            ck.verdict.valid.eq(icrc.o.valid & c.last & ck.i.ready & metas.r_rdy),
+            metas.r_en.eq(icrc.o.valid & c.last & ck.i.ready & ck.verdict.ready),
+        ]
+        wiring.connect(m, ck.o, wiring.flipped(self.o))
+
+        m.d.comb += self.frames.eq(ck.passed)
+        for e in ParseError:
+            if e is not ParseError.NONE:
+                m.d.comb += getattr(self, f"drop_{e.name.lower()}").eq(
+                    getattr(wf, f"dropped{e.value}"))
+        m.d.comb += [self.drop_cut.eq(getattr(wf, f"dropped{CUT}")),
+                     self.drop_icrc.eq(ck.dropped0)]
+        return m
