@@ -6,6 +6,7 @@ from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.hdl.nic import Nic
 from mrcnic.hdl.register_bank import RegisterBank
+from mrcnic.hdl.rx_front import RxFront
 from mrcnic.verif import harness
 from mrcnic.verif.toplevel import AxisTop
 
@@ -50,3 +51,13 @@ def nic(width, **config):
         raise ValueError(f"no NIC parameter(s) {sorted(unknown)}")
     return harness.build(lambda **kw: AxisTop(Nic(**kw, backups=2)),
                          {"width": width, **NIC_CONFIG, **config}, f"nic_w{width}")
+
+
+#: The RX front end's configuration, shared by its test and the bench: frames up to 4096 bytes of
+#: payload under SRv6 with an SRH.
+RX_FRONT_CONFIG = dict(planes=2, max_frame=4400, timeout=64, max_segments=4)
+
+
+def rx_front(width):
+    return harness.build(lambda **kw: AxisTop(RxFront(**kw)), {"width": width, **RX_FRONT_CONFIG},
+                         f"rx_front_w{width}")

@@ -15,6 +15,7 @@ from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.hdl.nic import Nic
 from mrcnic.hdl.register_bank import RegisterBank
+from mrcnic.hdl.reorder_tracker import ReorderTracker
 from mrcnic.hdl.rx_front import RxFront
 from mrcnic.hdl.rx_ingress import RxIngress
 from mrcnic.hdl.segmenter import Segmenter
@@ -36,6 +37,7 @@ BLOCKS = {
     **{f"header_builder_w{w}": (lambda w=w: HeaderBuilder(w, 16)) for w in (64, 512)},
     **{f"rx_ingress_w{w}": (lambda w=w: RxIngress(w, planes=3)) for w in (64, 512)},
     **{f"rx_front_w{w}": (lambda w=w: RxFront(w, planes=2, max_frame=2048)) for w in (64, 512)},
+    "reorder_tracker": lambda: ReorderTracker(qps=16, window=256),
     "spray_scheduler": lambda: SprayScheduler(qps=4, evs=64, planes=2, backups=2),
 }
 

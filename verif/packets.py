@@ -22,11 +22,12 @@ def _addr(rng):
     return format_addr((0xFD00 << 112) | rng.getrandbits(64))
 
 
-def random_mrc(rng: random.Random, *, max_payload=1500, ev=None) -> Packet:
-    """A random, well-formed MRC packet (plain RoCEv2 framing), any opcode, ICRC included."""
+def random_mrc(rng: random.Random, *, max_payload=1500, ev=None, payload=None) -> Packet:
+    """A random, well-formed MRC packet (plain RoCEv2 framing), any opcode, ICRC included; with
+    ``payload``, a data packet carrying exactly that many bytes."""
     ev = rng.getrandbits(32) if ev is None else ev
     sport, fl = ev_split(ev)
-    op = rng.choice(list(wire.Opcode))
+    op = rng.choice(sorted(wire.DATA_OPCODES) if payload else list(wire.Opcode))
     tsh = rng.random() < 0.5
     bth = L.BTH(opcode=int(op), se=rng.getrandbits(1), pad=0, tver=0, pkey=0xFFFF,
                 dqp=rng.getrandbits(24), ackreq=rng.getrandbits(1), rtx=rng.getrandbits(1),
@@ -37,7 +38,7 @@ def random_mrc(rng: random.Random, *, max_payload=1500, ev=None) -> Packet:
         pkt = pkt / layer(**{f.name: rng.getrandbits(f.bits) for f in hdr.fields if not f.reserved
                              and not (f.enum and f.name in ("m", "nack_reason"))})
     if op in wire.DATA_OPCODES:
-        pkt = pkt / Raw(rng.randbytes(rng.randint(1, max_payload)))
+        pkt = pkt / Raw(rng.randbytes(payload or rng.randint(1, max_payload)))
     dscp = wire.DscpClass.DATA_TRIMMABLE if op in wire.DATA_OPCODES else wire.DscpClass.CONTROL
     return (Ether(src=_MACS[0], dst=_MACS[1])
             / IPv6(src=_addr(rng), dst=_addr(rng), tc=(dscp << 2) | 0b10, fl=fl,

@@ -1,4 +1,5 @@
-"""The front drop under Verilator, at 64 and 512 bits."""
+"""The front drop under Verilator. At 512 bits it runs inside the RX front end's decapsulator
+(verif/test_rx_front_hdl.py), and `make bench` measures it there at line rate."""
 
 import pytest
 
@@ -9,7 +10,7 @@ from mrcnic.verif.toplevel import AxisTop
 CONFIG = {"max_bytes": 160, "unit": 2}
 
 
-@pytest.mark.parametrize("width", [64, 512])
+@pytest.mark.parametrize("width", [64])
 def test_front_drop(width):
     b = harness.build(lambda **kw: AxisTop(FrontDrop(**kw)), {"width": width, **CONFIG},
                       f"front_drop_w{width}")

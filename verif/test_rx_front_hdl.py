@@ -2,17 +2,11 @@
 
 import pytest
 
-from mrcnic.hdl.rx_front import RxFront
-from mrcnic.verif import harness
-from mrcnic.verif.toplevel import AxisTop
-
-CONFIG = {"planes": 2, "max_frame": 2048, "timeout": 64, "max_segments": 4}
+from mrcnic.verif import builds, harness
 
 
 @pytest.mark.parametrize("width", [64, 512])
 def test_rx_front(width):
-    b = harness.build(lambda **kw: AxisTop(RxFront(**kw)), {"width": width, **CONFIG},
-                      f"rx_front_w{width}")
-    harness.run(b, "mrcnic.verif.tb_rx_front",
-                {"width": width, **CONFIG, "seed": width, "count": 300, "max_payload": 1200,
-                 "gap": 0.1, "backpressure": 0.2})
+    harness.run(builds.rx_front(width), "mrcnic.verif.tb_rx_front",
+                {"width": width, **builds.RX_FRONT_CONFIG, "seed": width, "count": 300,
+                 "max_payload": 1200, "gap": 0.1, "backpressure": 0.2})

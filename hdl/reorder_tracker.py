@@ -1,0 +1,129 @@
+"""Reorder tracker: which PSNs of each QP have arrived, in a window past the first one missing."""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["PsnStatus", "ReorderTracker", "SACK_BITS", "result_layout"]
+
+PSN_BITS = 24
+SACK_BITS = 64          # the SACK bitmap's width (SETH.sack_bitmap)
+
+
+class PsnStatus(enum.Enum, shape=2):
+    NEW = 0          # first arrival, inside the window: place it
+    DUPLICATE = 1    # arrived before (or behind the cumulative PSN): drop it, acknowledge
+    BEYOND = 2       # past the window: drop it, NACK PSN_OOR_WINDOW
+
+
+def result_layout(qps):
+    return data.StructLayout({
+        "qp": range(qps), "psn": PSN_BITS, "status": PsnStatus,
+        "ooo": 1,                   # a NEW PSN other than the one expected next
+        "cack": PSN_BITS,           # cumulative: every PSN before it has arrived (after this one)
+        "sack_offset": 16,          # bitmap bit 0 is PSN cack + sack_offset
+        "sack_bitmap": SACK_BITS,
+    })
+
+
+class ReorderTracker(wiring.Component):
+    """Per QP: the cumulative PSN (the first one missing) and a bitmap of the ``window`` PSNs from
+    it, in block RAM. Each arriving PSN is judged NEW, DUPLICATE or BEYOND (serial arithmetic on
+    24 bits, so the PSN wraps); a NEW one is recorded and the cumulative PSN moves past every PSN
+    that has now arrived in a row. The result also gives what a SACK for this arrival carries:
+    the cumulative PSN and the 64 bitmap bits of the aligned block holding this PSN (the block at
+    the cumulative PSN when this PSN is behind it).
+
+    One PSN every two cycles (read, then judge and write back), so a QP's next PSN always sees
+    the last one's update.
+
+    Attributes
+    ----------
+    init : In(stream {qp, psn}): management: the QP's first expected PSN; its bitmap is cleared
+    arrive : In(stream {qp, psn}): a data packet's PSN
+    result : Out(stream result_layout(qps))
+    """
+
+    def __init__(self, qps=16, window=256):
+        if not isinstance(qps, int) or qps < 1:
+            raise ValueError(f"qps must be a positive integer, not {qps!r}")
+        if not isinstance(window, int) or window < SACK_BITS or window & (window - 1) \
+                or window > 1 << 16:
+            raise ValueError(f"window must be a power of two from {SACK_BITS} to 65536, "
+                             f"not {window!r}")
+        self._qps, self._window = qps, window
+        req = data.StructLayout({"qp": range(qps), "psn": PSN_BITS})
+        super().__init__({
+            "init": In(stream.Signature(req)),
+            "arrive": In(stream.Signature(req)),
+            "result": Out(stream.Signature(result_layout(qps))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self._window
+        state = data.StructLayout({"base": PSN_BITS, "bits": W})
+        m.submodules.mem = mem = Memory(shape=state, depth=self._qps, init=[])
+        rd = mem.read_port(transparent_for=())
+        wr = mem.write_port()
+
+        qp = Signal(range(self._qps))
+        psn = Signal(PSN_BITS)
+        cur = rd.data
+        diff = Signal(PSN_BITS)
+        m.d.comb += diff.eq(psn - cur.base)
+        inside = diff < W
+        behind = diff[PSN_BITS - 1]             # more than 2^23 back: an old PSN
+        seen = cur.bits.bit_select(diff[:(W - 1).bit_length()], 1)
+
+        # The bitmap with this PSN recorded, then the run of arrivals from bit 0 taken off.
+        bits = Signal(W)
+        m.d.comb += bits.eq(cur.bits)
+        with m.If(inside):
+            m.d.comb += bits.eq(cur.bits | (1 << diff[:(W - 1).bit_length()]))
+        run = Signal(range(W + 1))
+        m.d.comb += run.eq(W)
+        for i in reversed(range(W)):            # the first zero wins: assigned last
+            with m.If(~bits[i]):
+                m.d.comb += run.eq(i)
+        new_base = Signal(PSN_BITS)
+        new_bits = Signal(W)
+        m.d.comb += [new_base.eq(cur.base + run), new_bits.eq(bits >> run)]
+
+        # The SACK's view: the aligned 64-PSN block holding this PSN, counted from the new base.
+        rel = Signal(PSN_BITS)
+        m.d.comb += rel.eq(psn - new_base)
+        blocks = W // SACK_BITS
+        block = Signal(range(blocks))
+        with m.If(~rel[PSN_BITS - 1] & (rel < W)):
+            m.d.comb += block.eq(rel >> (SACK_BITS - 1).bit_length())
+        r = self.result.payload
+
+        with m.FSM():
+            with m.State("IDLE"):
+                # Management first: a QP being set up must not see a stale bitmap.
+                with m.If(self.init.valid):
+                    m.d.comb += [self.init.ready.eq(1), wr.en.eq(1),
+                                 wr.addr.eq(self.init.payload.qp),
+                                 wr.data.base.eq(self.init.payload.psn), wr.data.bits.eq(0)]
+                with m.Elif(self.arrive.valid):
+                    m.d.comb += [self.arrive.ready.eq(1), rd.addr.eq(self.arrive.payload.qp)]
+                    m.d.sync += [qp.eq(self.arrive.payload.qp), psn.eq(self.arrive.payload.psn)]
+                    m.next = "JUDGE"
+            with m.State("JUDGE"):
+                m.d.comb += [rd.addr.eq(qp), self.result.valid.eq(1), r.qp.eq(qp), r.psn.eq(psn),
+                             r.cack.eq(new_base), r.sack_offset.eq(block * SACK_BITS),
+                             r.sack_bitmap.eq(new_bits.word_select(block, SACK_BITS))]
+                with m.If(behind | (inside & seen)):
+                    m.d.comb += r.status.eq(PsnStatus.DUPLICATE)
+                with m.Elif(inside):
+                    m.d.comb += [r.status.eq(PsnStatus.NEW), r.ooo.eq(diff != 0)]
+                with m.Else():
+                    m.d.comb += r.status.eq(PsnStatus.BEYOND)
+                with m.If(self.result.ready):
+                    with m.If(inside & ~seen):
+                        m.d.comb += [wr.en.eq(1), wr.addr.eq(qp),
+                                     wr.data.base.eq(new_base), wr.data.bits.eq(new_bits)]
+                    m.next = "IDLE"
+        return m
