@@ -30,7 +30,9 @@ class FrameFilter(wiring.Component):
     width : data width in bits.
     meta : the layout of the record that travels with a passed frame.
     reasons : number of drop reasons counted.
-    depth : beats of storage (a power of two; at least two of the largest frames).
+    depth : beats of storage (a power of two). It must exceed the largest frame: a frame that
+        fills the storage before its last beat would wait for ever (a frame guard ahead of the
+        filter bounds the frames); two of them keep the input moving while one leaves.
 
     Attributes
     ----------

@@ -11,7 +11,8 @@ __all__ = ["FrontDrop"]
 
 class FrontDrop(wiring.Component):
     """Enters: on ``drop``, one record per frame (``bytes``, a multiple of ``unit``); on ``i``, the
-    frame, which must be longer than that. Leaves: the rest of the frame, realigned to lane 0.
+    frame. Leaves: the rest of the frame, realigned to lane 0; a frame no longer than its drop
+    leaves nothing (and the next frame is not affected).
     One beat a cycle; a frame whose rest ends in a beat of its own (the last input beat did not
     hold all of it) takes one more cycle, during which the next frame's first beat is taken if
     it leaves nothing yet.
@@ -72,6 +73,11 @@ class FrontDrop(wiring.Component):
                     m.next = "PASS"
                 with m.Elif(self.o.ready):
                     m.next = "START"
+            with m.Elif(d.last & (n <= shift)):
+                # Nothing is left of a frame no longer than its drop: it ends here, and the
+                # next frame starts clean.
+                m.d.comb += self.i.ready.eq(1)
+                m.next = "START"
             with m.Elif(d.last):
                 # The whole rest is in this beat.
                 m.d.comb += [o.data.eq(d.data >> bits(shift)), o.last.eq(1),
@@ -92,6 +98,8 @@ class FrontDrop(wiring.Component):
                     m.d.comb += [self.i.ready.eq(1), self.drop.ready.eq(1)]
                     m.d.sync += skip.eq(skip_now - 1)
                     m.next = "SKIP"
+                    with m.If(d.last):          # a frame shorter than its drop: nothing left
+                        m.next = "START"
                 with m.Else():
                     kept_beat(s_now)
                     m.d.comb += self.drop.ready.eq(self.i.ready)
@@ -104,6 +112,8 @@ class FrontDrop(wiring.Component):
                     with m.If(skip != 0):
                         m.d.comb += self.i.ready.eq(1)
                         m.d.sync += skip.eq(skip - 1)
+                        with m.If(d.last):
+                            m.next = "START"
                     with m.Else():
                         kept_beat(s)
             with m.State("PASS"):

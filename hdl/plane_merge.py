@@ -63,5 +63,8 @@ class PlaneMerge(wiring.Component):
                 m.d.sync += [busy.eq(0), nxt.eq(Mux(sel == P - 1, 0, sel + 1))]
             with m.Else():
                 m.d.sync += [busy.eq(1), cur.eq(sel)]
+        with m.Elif(self.o.valid):
+            # A beat offered and not taken stays offered: the choice holds until it is.
+            m.d.sync += [busy.eq(1), cur.eq(sel)]
         return m
 

@@ -29,11 +29,16 @@ def result_layout(qps):
 
 class ReorderTracker(wiring.Component):
     """Per QP: the cumulative PSN (the first one missing) and a bitmap of the ``window`` PSNs from
-    it, in block RAM. Each arriving PSN is judged NEW, DUPLICATE or BEYOND (serial arithmetic on
-    24 bits, so the PSN wraps); a NEW one is recorded and the cumulative PSN moves past every PSN
-    that has now arrived in a row. The result also gives what a SACK for this arrival carries:
-    the cumulative PSN and the 64 bitmap bits of the aligned block holding this PSN (the block at
-    the cumulative PSN when this PSN is behind it).
+    it, in block RAM. Each arriving PSN is judged NEW, DUPLICATE or BEYOND; a NEW one is recorded
+    and the cumulative PSN moves past every PSN that has now arrived in a row. The result also
+    gives what a SACK for this arrival carries: the cumulative PSN and 64 bits of the bitmap with
+    their offset.
+
+    MRC-REFERENCE fixes the SACK's fields, not these rules; this project chose them:
+    PSNs compare by 24-bit serial arithmetic, so a PSN up to 2^23 - 1 ahead of the cumulative
+    PSN is ahead (NEW within the window, BEYOND past it) and any other is behind (DUPLICATE);
+    the SACK's 64 bits are the block, aligned to the new cumulative PSN, that holds this PSN, or
+    the first block when this PSN is behind it or past the window.
 
     One PSN every two cycles (read, then judge and write back), so a QP's next PSN always sees
     the last one's update.

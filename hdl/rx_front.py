@@ -54,7 +54,8 @@ class RxFront(wiring.Component):
         self._width = check_width(width)
         self._planes, self._segs = planes, max_segments
         L = width // 8
-        depth = 1 << (2 * (-(-max_frame // L) + 1) - 1).bit_length()   # two of the largest
+        # Room for two of the largest frames (the guard lets one beat past max_frame) and more.
+        depth = 1 << (2 * (-(-max_frame // L) + 1)).bit_length()
         meta = rx_meta_layout(planes)
         self._ingress = RxIngress(width, planes, max_frame, timeout)
         self._parser = HeaderParser(width, max_segments, max_frame)

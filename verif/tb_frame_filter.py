@@ -11,7 +11,7 @@ from cocotbext.axi import AxiStreamFrame
 
 from mrcnic.hdl.frame_filter import verdict_layout
 from mrcnic.verif.layouts import encode
-from mrcnic.verif.tbkit import last_user, params, pauses, setup, sink, source
+from mrcnic.verif.tbkit import StreamRules, last_user, params, pauses, setup, sink, source
 
 META_BITS = 20
 
@@ -24,6 +24,7 @@ async def filter_passes_and_drops_by_verdict(dut):
     layout = verdict_layout(unsigned(META_BITS), R)
     await setup(dut)
     src, vsrc, out = source(dut, "i"), source(dut, "verdict"), sink(dut, "o")
+    rules = StreamRules(dut, "o")
 
     async def run(n, gap, bp, late):
         src.set_pause_generator(pauses(rng, gap) if gap else None)
@@ -84,3 +85,4 @@ async def filter_passes_and_drops_by_verdict(dut):
         await out.recv()
     w.cancel()
     assert stalls == 0, f"the input waited {stalls} cycles"
+    rules.check()

@@ -8,7 +8,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamFrame
 
 from mrcnic.verif.layouts import encode
-from mrcnic.verif.tbkit import params, pauses, setup, sink, source
+from mrcnic.verif.tbkit import StreamRules, params, pauses, setup, sink, source
 
 
 def _layout(p):
@@ -25,6 +25,7 @@ async def front_drop_cuts_each_frame(dut):
     lay = _layout(p)
     await setup(dut)
     src, drops, out = source(dut, "i"), source(dut, "drop"), sink(dut, "o")
+    rules = StreamRules(dut, "o")
 
     async def run(n, gap, bp, frames=None, cuts=None):
         for s, pr in ((src, gap), (drops, gap), (out, bp)):
@@ -63,3 +64,18 @@ async def front_drop_cuts_each_frame(dut):
     w.cancel()
     await ClockCycles(dut.clk, 2)
     assert stalls == 0, f"the input waited {stalls} cycles"
+
+    # Frames no longer than their drop leave nothing, and the frames after them are unharmed.
+    cuts = [8, 16, 2 * L, 10, 54, 8]
+    frames = [rng.randbytes(8), rng.randbytes(300), rng.randbytes(2 * L - 4), rng.randbytes(90),
+              rng.randbytes(54), rng.randbytes(200)]
+    for f, c in zip(frames, cuts, strict=True):
+        drops.send_nowait(AxiStreamFrame(encode(lay, {"bytes": c})))
+        src.send_nowait(f)
+    for k, (f, c) in enumerate(zip(frames, cuts, strict=True)):
+        if len(f) > c:
+            got = bytes((await out.recv()).tdata)
+            assert got == f[c:], f"frame {k} after a fully dropped one: {len(got)} bytes out"
+    await ClockCycles(dut.clk, 20)
+    assert out.empty(), "a fully dropped frame left something"
+    rules.check()

@@ -13,7 +13,7 @@ from mrcnic.hdl.rx_front import drop_reasons, rx_meta_layout
 from mrcnic.verif.layouts import decode
 from mrcnic.verif.parser_model import parse
 from mrcnic.verif.tb_header_parser import _diff, _good, _malformed, _set
-from mrcnic.verif.tbkit import PcapTap, last_user, params, setup, sink, source
+from mrcnic.verif.tbkit import PcapTap, StreamRules, last_user, params, setup, sink, source
 
 
 def strip_bytes(frame: bytes, kind: str) -> int:
@@ -54,6 +54,7 @@ async def rx_front_passes_only_good_frames(dut):
     await setup(dut)
     srcs = [source(dut, f"plane{pl}", rng, p["gap"]) for pl in range(P)]
     out = sink(dut, "o", rng, p["backpressure"])
+    rules = StreamRules(dut, "o")
     taps = [PcapTap(dut, f"plane{pl}", f"rx_plane{pl}") for pl in range(P)] + \
         [PcapTap(dut, "o", "rx_out")]
     for pl in range(P):
@@ -97,3 +98,4 @@ async def rx_front_passes_only_good_frames(dut):
     assert int(dut.frames.value) == sum(len(w) for w in want.values())
     for t in taps:
         t.close()
+    rules.check()

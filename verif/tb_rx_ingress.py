@@ -9,7 +9,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from scapy.compat import raw
 
 from mrcnic.verif.packets import random_mrc
-from mrcnic.verif.tbkit import last_user, params, pauses, setup, sink, source
+from mrcnic.verif.tbkit import StreamRules, last_user, params, pauses, setup, sink, source
 
 
 def expected(frame: bytes, max_frame: int, lanes: int) -> tuple[bytes, int]:
@@ -27,6 +27,7 @@ async def ingress_merges_and_guards(dut):
     assert P >= 2, "the test needs a second plane to show one does not hold another up"
     await setup(dut)
     out = sink(dut, "o")
+    rules = StreamRules(dut, "o")
     srcs = [source(dut, f"plane{pl}") for pl in range(P)]
 
     async def receive(n):
@@ -121,3 +122,18 @@ async def ingress_merges_and_guards(dut):
     srcs[0].send_nowait(nxt)
     (pl, f, cut), = await receive(1)
     assert (pl, f, cut) == (0, nxt, 0), "the frame after a stalled one was not whole"
+
+    # A frame offered and not yet taken keeps the output, even when a plane whose turn comes
+    # first shows up meanwhile (plane 0 went last, so plane 1's turn comes before plane 2's).
+    await ClockCycles(dut.clk, 10)
+    out.pause = True
+    late, early = raw(random_mrc(rng, max_payload=100)), raw(random_mrc(rng, max_payload=100))
+    srcs[2 % P].send_nowait(early)
+    await ClockCycles(dut.clk, 6)
+    srcs[1].send_nowait(late)
+    await ClockCycles(dut.clk, 6)
+    out.pause = False
+    got = await receive(2)
+    assert [(g[0], g[1]) for g in got] == [(2 % P, early), (1, late)], \
+        "the frame offered first was replaced by one whose turn came first"
+    rules.check()

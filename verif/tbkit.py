@@ -9,7 +9,7 @@ from pathlib import Path
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamMonitor, AxiStreamSink, AxiStreamSource
 from scapy.utils import PcapWriter
 
@@ -124,3 +124,46 @@ class CsrBus:
         await RisingEdge(self.clk)
         self.w_stb.value = 0
 
+
+
+class StreamRules:
+    """Watches a stream for the one rule sinks cannot see: once a beat is offered (valid) and not
+    taken, it stays offered, unchanged, until it is. ``violations`` lists the cycles it broke."""
+
+    def __init__(self, dut, prefix):
+        self.sigs = [getattr(dut, f"{prefix}_{n}") for n in ("tdata", "tkeep", "tlast", "tuser")
+                     if hasattr(dut, f"{prefix}_{n}")]
+        self.valid, self.ready = getattr(dut, f"{prefix}_tvalid"), getattr(dut, f"{prefix}_tready")
+        self.clk, self.prefix = dut.clk, prefix
+        self.violations = []
+        self.waits = 0          # cycles a beat waited: a test with none did not exercise this
+        self._task = cocotb.start_soon(self._watch())
+
+    @staticmethod
+    def _bit(sig) -> int:
+        try:
+            return int(sig.value)
+        except ValueError:      # X or Z before reset ends: not a handshake
+            return 0
+
+    async def _watch(self):
+        held, cycle = None, 0
+        while True:
+            # Mid-cycle everything is settled for the next rising edge, whose handshake it shows.
+            await FallingEdge(self.clk)
+            cycle += 1
+            v, r = self._bit(self.valid), self._bit(self.ready)
+            now = tuple(str(x.value) for x in self.sigs)
+            if held is not None and (not v or now != held):
+                self.violations.append(cycle)
+            held = now if v and not r else None
+            self.waits += held is not None
+
+    def check(self):
+        if self._task.done():
+            self._task.result()     # the watcher itself failed: say so rather than pass
+            raise AssertionError(f"{self.prefix}: the stream-rule watcher stopped")
+        self._task.cancel()
+        cocotb.log.info("%s: %d cycles a beat waited", self.prefix, self.waits)
+        assert not self.violations, (f"{self.prefix}: a beat offered and not taken changed or "
+                                     f"went away at cycles {self.violations[:5]}")
