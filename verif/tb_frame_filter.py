@@ -6,12 +6,12 @@ import random
 
 import cocotb
 from amaranth import unsigned
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
 
 from mrcnic.hdl.frame_filter import verdict_layout
 from mrcnic.verif.layouts import encode
-from mrcnic.verif.tbkit import StreamRules, last_user, params, pauses, setup, sink, source
+from mrcnic.verif.tbkit import StallCounter, StreamRules, last_user, params, pauses, setup, sink, source
 
 META_BITS = 20
 
@@ -69,20 +69,12 @@ async def filter_passes_and_drops_by_verdict(dut):
     out.set_pause_generator(None)
     out.pause = False
     frames = [rng.randbytes(rng.randint(60, 1500)) for _ in range(40)]
-    stalls = 0
-
-    async def watch():
-        nonlocal stalls
-        while True:
-            await RisingEdge(dut.clk)
-            stalls += int(dut.i_tvalid.value) and not int(dut.i_tready.value)
-
-    w = cocotb.start_soon(watch())
+    held = StallCounter(dut, "i")
     for f in frames:
         src.send_nowait(f)
         vsrc.send_nowait(AxiStreamFrame(encode(layout, {"drop": 0, "meta": 1})))
     for _ in frames:
         await out.recv()
-    w.cancel()
+    stalls = held.stop()
     assert stalls == 0, f"the input waited {stalls} cycles"
     rules.check()

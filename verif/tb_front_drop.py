@@ -4,11 +4,11 @@ whatever the gaps and back-pressure, and back-to-back frames lose no cycle to it
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
 
 from mrcnic.verif.layouts import encode
-from mrcnic.verif.tbkit import StreamRules, params, pauses, setup, sink, source
+from mrcnic.verif.tbkit import StallCounter, StreamRules, params, pauses, setup, sink, source
 
 
 def _layout(p):
@@ -51,17 +51,9 @@ async def front_drop_cuts_each_frame(dut):
     # the input waits no cycle.
     cuts = [rng.choice([54, 94]) for _ in range(30)]
     frames = [rng.randbytes(c + rng.randint(200, 1100)) for c in cuts]
-    stalls = 0
-
-    async def watch():
-        nonlocal stalls
-        while True:
-            await RisingEdge(dut.clk)
-            stalls += int(dut.i_tvalid.value) and not int(dut.i_tready.value)
-
-    w = cocotb.start_soon(watch())
+    held = StallCounter(dut, "i")
     await run(30, 0.0, 0.0, frames, cuts)
-    w.cancel()
+    stalls = held.stop()
     await ClockCycles(dut.clk, 2)
     assert stalls == 0, f"the input waited {stalls} cycles"
 

@@ -167,3 +167,21 @@ class StreamRules:
         cocotb.log.info("%s: %d cycles a beat waited", self.prefix, self.waits)
         assert not self.violations, (f"{self.prefix}: a beat offered and not taken changed or "
                                      f"went away at cycles {self.violations[:5]}")
+
+
+class StallCounter:
+    """Counts the cycles a stream offers a beat that is not taken (the input held up)."""
+
+    def __init__(self, dut, prefix):
+        self.valid, self.ready = getattr(dut, f"{prefix}_tvalid"), getattr(dut, f"{prefix}_tready")
+        self.clk, self.stalls = dut.clk, 0
+        self._task = cocotb.start_soon(self._watch())
+
+    async def _watch(self):
+        while True:
+            await RisingEdge(self.clk)
+            self.stalls += int(self.valid.value) and not int(self.ready.value)
+
+    def stop(self) -> int:
+        self._task.cancel()
+        return self.stalls
