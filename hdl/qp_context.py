@@ -28,10 +28,11 @@ class SrMode(enum.Enum, shape=2):
 
 
 def static_layout():
-    """Fields management sets and the datapath only reads."""
+    """Fields management sets and the datapath only reads: the peer and the route to it, and
+    the memory region the peer may write (R_Key, start, length)."""
     return data.StructLayout({
         "state": QpState, "dqp": 24, "mtu": 3, "mode": SrMode, "template": 8,
-        "dst_mac": 48, "dst_ip": 128,
+        "dst_mac": 48, "dst_ip": 128, "rkey": 32, "mr_va": 64, "mr_length": 64,
     })
 
 
@@ -57,6 +58,7 @@ class QpContext(wiring.Component):
     write : In(stream {qp, static, seq})
         Management: set a QP's whole context.
     rd_addr : In(range(qps)); rd_static, rd_seq : Out, the context of ``rd_addr`` a cycle later.
+    rx_addr : In(range(qps)); rx_static : Out, the receive side's read of the static part.
     wb : In(stream {qp, seq}), always ready
         The segmenter's write-back of the sequence part.
     """
@@ -70,6 +72,8 @@ class QpContext(wiring.Component):
             "rd_addr": In(range(qps)),
             "rd_static": Out(static_layout()),
             "rd_seq": Out(seq_layout()),
+            "rx_addr": In(range(qps)),
+            "rx_static": Out(static_layout()),
             "wb": In(stream.Signature(data.StructLayout({"qp": range(qps), "seq": seq_layout()}),
                                       always_ready=True)),
         })
@@ -83,6 +87,8 @@ class QpContext(wiring.Component):
         m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[])
         m.submodules.seq = seq = Memory(shape=seq_layout(), depth=self._qps, init=[])
         s_rd, q_rd = static.read_port(), seq.read_port()
+        x_rd = static.read_port()
+        m.d.comb += [x_rd.addr.eq(self.rx_addr), self.rx_static.eq(x_rd.data)]
         s_wr, q_wr = static.write_port(), seq.write_port()
         m.d.comb += [
             s_rd.addr.eq(self.rd_addr), q_rd.addr.eq(self.rd_addr),

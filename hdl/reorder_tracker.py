@@ -15,6 +15,7 @@ class PsnStatus(enum.Enum, shape=2):
     NEW = 0          # first arrival, inside the window: place it
     DUPLICATE = 1    # arrived before (or behind the cumulative PSN): drop it, acknowledge
     BEYOND = 2       # past the window: drop it, NACK PSN_OOR_WINDOW
+    PEEK = 3         # not an arrival: a look at the QP's state (for a probe's answer)
 
 
 def result_layout(qps):
@@ -46,7 +47,8 @@ class ReorderTracker(wiring.Component):
     Attributes
     ----------
     init : In(stream {qp, psn}): management: the QP's first expected PSN; its bitmap is cleared
-    arrive : In(stream {qp, psn}): a data packet's PSN
+    arrive : In(stream {qp, psn, peek}): a data packet's PSN; with ``peek``, nothing is recorded
+        and the result (status PEEK) gives the QP's cumulative PSN and first block
     result : Out(stream result_layout(qps))
     """
 
@@ -61,7 +63,8 @@ class ReorderTracker(wiring.Component):
         req = data.StructLayout({"qp": range(qps), "psn": PSN_BITS})
         super().__init__({
             "init": In(stream.Signature(req)),
-            "arrive": In(stream.Signature(req)),
+            "arrive": In(stream.Signature(data.StructLayout(
+                {"qp": range(qps), "psn": PSN_BITS, "peek": 1}))),
             "result": Out(stream.Signature(result_layout(qps))),
         })
 
@@ -75,6 +78,7 @@ class ReorderTracker(wiring.Component):
 
         qp = Signal(range(self._qps))
         psn = Signal(PSN_BITS)
+        peek = Signal()
         cur = rd.data
         diff = Signal(PSN_BITS)
         m.d.comb += diff.eq(psn - cur.base)
@@ -85,7 +89,7 @@ class ReorderTracker(wiring.Component):
         # The bitmap with this PSN recorded, then the run of arrivals from bit 0 taken off.
         bits = Signal(W)
         m.d.comb += bits.eq(cur.bits)
-        with m.If(inside):
+        with m.If(inside & ~peek):
             m.d.comb += bits.eq(cur.bits | (1 << diff[:(W - 1).bit_length()]))
         run = Signal(range(W + 1))
         m.d.comb += run.eq(W)
@@ -101,7 +105,7 @@ class ReorderTracker(wiring.Component):
         m.d.comb += rel.eq(psn - new_base)
         blocks = W // SACK_BITS
         block = Signal(range(blocks))
-        with m.If(~rel[PSN_BITS - 1] & (rel < W)):
+        with m.If(~rel[PSN_BITS - 1] & (rel < W) & ~peek):
             m.d.comb += block.eq(rel >> (SACK_BITS - 1).bit_length())
         r = self.result.payload
 
@@ -114,20 +118,23 @@ class ReorderTracker(wiring.Component):
                                  wr.data.base.eq(self.init.payload.psn), wr.data.bits.eq(0)]
                 with m.Elif(self.arrive.valid):
                     m.d.comb += [self.arrive.ready.eq(1), rd.addr.eq(self.arrive.payload.qp)]
-                    m.d.sync += [qp.eq(self.arrive.payload.qp), psn.eq(self.arrive.payload.psn)]
+                    m.d.sync += [qp.eq(self.arrive.payload.qp), psn.eq(self.arrive.payload.psn),
+                                 peek.eq(self.arrive.payload.peek)]
                     m.next = "JUDGE"
             with m.State("JUDGE"):
                 m.d.comb += [rd.addr.eq(qp), self.result.valid.eq(1), r.qp.eq(qp), r.psn.eq(psn),
                              r.cack.eq(new_base), r.sack_offset.eq(block * SACK_BITS),
                              r.sack_bitmap.eq(new_bits.word_select(block, SACK_BITS))]
-                with m.If(behind | (inside & seen)):
+                with m.If(peek):
+                    m.d.comb += r.status.eq(PsnStatus.PEEK)
+                with m.Elif(behind | (inside & seen)):
                     m.d.comb += r.status.eq(PsnStatus.DUPLICATE)
                 with m.Elif(inside):
                     m.d.comb += [r.status.eq(PsnStatus.NEW), r.ooo.eq(diff != 0)]
                 with m.Else():
                     m.d.comb += r.status.eq(PsnStatus.BEYOND)
                 with m.If(self.result.ready):
-                    with m.If(inside & ~seen):
+                    with m.If(inside & ~seen & ~peek):
                         m.d.comb += [wr.en.eq(1), wr.addr.eq(qp),
                                      wr.data.base.eq(new_base), wr.data.bits.eq(new_bits)]
                     m.next = "IDLE"

@@ -14,7 +14,7 @@ from .rx_ingress import RxIngress
 from .srv6_decap import Srv6Decapsulator
 from .stream import check_width, packet_layout
 
-__all__ = ["rx_meta_layout", "drop_reasons", "RxFront"]
+__all__ = ["rx_meta_layout", "drop_reasons", "arrival_tc", "is_trimmed", "RxFront"]
 
 #: the frame filter's reason for a frame a guard cut short (after the parser's own reasons)
 CUT = len(ParseError)
@@ -25,6 +25,17 @@ def rx_meta_layout(planes):
     return data.StructLayout({"parsed": parsed_layout(), "plane": range(planes)})
 
 
+def arrival_tc(parsed):
+    """The traffic class the network left on a frame: the outer header's when it came
+    SRv6-encapsulated (switches mark and trim only the header they route on), else the inner's."""
+    return Mux(parsed.outer_present, parsed.outer.tc, parsed.ip.tc)
+
+
+def is_trimmed(parsed):
+    """A data packet a switch cut to its headers (DSCP TRIMMED): its ICRC no longer holds."""
+    return (arrival_tc(parsed) >> 2) == wire.DscpClass.TRIMMED
+
+
 def drop_reasons():
     """The counters the front end keeps, by name: each parse error, a cut frame, a bad ICRC."""
     return [e.name.lower() for e in ParseError if e is not ParseError.NONE] + ["cut", "icrc"]
@@ -33,7 +44,7 @@ def drop_reasons():
 class RxFront(wiring.Component):
     """plane ports -> frame guards and merge -> header parser -> frame filter (drops what the
     parser rejects, and cut frames) -> SRv6 decapsulator -> ICRC checker -> frame filter (drops
-    a bad ICRC) -> ``o``.
+    a bad ICRC, except on a trimmed frame, which the transport layer answers) -> ``o``.
 
     Every frame that leaves is plain RoCEv2 (Ethernet, the inner IPv6 packet, ICRC), with the
     parser's record of its outer and inner headers and its plane on every beat. Nothing else
@@ -144,7 +155,9 @@ class RxFront(wiring.Component):
             ck.i.payload.last.eq(c.last),
             ck.i.valid.eq(icrc.o.valid & verdict_ok & metas.r_rdy),
             icrc.o.ready.eq(ck.i.ready & verdict_ok & metas.r_rdy),
-            ck.verdict.payload.drop.eq(~c.icrc_ok), ck.verdict.payload.reason.eq(0),
+            # A trimmed frame lost the bytes its ICRC covered; the transport layer NACKs it.
+            ck.verdict.payload.drop.eq(~c.icrc_ok & ~is_trimmed(meta(metas.r_data).parsed)),
+            ck.verdict.payload.reason.eq(0),
             ck.verdict.payload.meta.eq(meta(metas.r_data)),
             ck.verdict.valid.eq(icrc.o.valid & c.last & ck.i.ready & metas.r_rdy),
             metas.r_en.eq(icrc.o.valid & c.last & ck.i.ready & ck.verdict.ready),

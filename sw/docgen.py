@@ -64,7 +64,12 @@ def wire_format_md() -> str:
             "protects); masked in the ICRC either way.",
             "- **SRH**: the full (not reduced) segment list, so segments_left = last_entry = "
             "carriers - 1 at the source; see EV mapping below.",
-            "- **ICRC and SRv6**: the ICRC covers the inner RoCEv2 packet only (see ICRC).", ""]
+            "- **ICRC and SRv6**: the ICRC covers the inner RoCEv2 packet only (see ICRC).",
+            f"- **Trimmed packets**: {wire.TRIMMED_PACKET}",
+            f"- **Probes**: a probe goes to destination QP {wire.PROBE_DQP:#x}; its PETH "
+            f"`{wire.PROBE_QP_FIELD}` names the receiver's QP it is about, whose SACK state "
+            "answers it. QP 2 therefore never carries data.",
+            "- **PDC ids**: SETH and NETH `spdcid`/`dpdcid` carry QP numbers.", ""]
     from . import evmap
     out += ["## EV to path\n", evmap.__doc__.strip() + "\n"]
     return "\n".join(out)

@@ -62,6 +62,11 @@ class QpConfig:
     state: QpState = QpState.RTS
     next_psn: int = 0
     msn: int = 0
+    rkey: int = 0                # the memory region the peer writes into
+    mr_va: int = 0
+    mr_length: int = 0
+    rx_psn: int = 0              # the first PSN and MSN expected from the peer
+    rx_msn: int = 0
 
 
 def _refusals_checked(fn):
@@ -151,7 +156,8 @@ def configure_qp(qp: int, cfg: QpConfig) -> Program:
     yield from _below(f"QP {qp}: template", cfg.template, "global.templates")
     if cfg.mtu not in _MTU_CODE:
         raise RegisterError(f"QP {qp}: MTU {cfg.mtu!r} is not one of {sorted(_MTU_CODE)}")
-    for name, bits in (("dqp", 24), ("next_psn", 24), ("msn", 16)):
+    for name, bits in (("dqp", 24), ("next_psn", 24), ("msn", 16), ("rkey", 32), ("mr_va", 64),
+                       ("mr_length", 64), ("rx_psn", 24), ("rx_msn", 16)):
         v = getattr(cfg, name)
         if not isinstance(v, int) or not 0 <= v < 1 << bits:
             raise RegisterError(f"QP {qp}: {name} {v!r} is not a {bits}-bit value")
@@ -160,7 +166,9 @@ def configure_qp(qp: int, cfg: QpConfig) -> Program:
                         ("qp.mtu", _MTU_CODE[cfg.mtu]), ("qp.mode", mode.value),
                         ("qp.template", cfg.template), ("qp.dst_mac", mac_int(cfg.dst_mac)),
                         ("qp.dst_ip", ip_int(cfg.dst_ip)), ("qp.next_psn", cfg.next_psn),
-                        ("qp.msn", cfg.msn)):
+                        ("qp.msn", cfg.msn), ("qp.rkey", cfg.rkey), ("qp.mr_va", cfg.mr_va),
+                        ("qp.mr_length", cfg.mr_length), ("qp.rx_psn", cfg.rx_psn),
+                        ("qp.rx_msn", cfg.rx_msn)):
         yield from write(path, value)
     yield from command("qp.write", qp)
 

@@ -133,7 +133,15 @@ _QP = (
     _r("qp", "next_psn", 0x430, 24, "RW", 0, "First PSN the QP will send."),
     _r("qp", "msn", 0x434, 16, "RW", 0, "MSN of the QP's next message."),
     _r("qp", "write", 0x43C, 16, "CMD", 0,
-       "Write a QP number (below global.qps): that QP's context becomes the qp.* fields."),
+       "Write a QP number (below global.qps): that QP's context becomes the qp.* fields, and "
+       "its receive side starts again from qp.rx_psn and qp.rx_msn."),
+    _r("qp", "rkey", 0x440, 32, "RW", 0,
+       "R_Key of the QP's memory region: a data packet with another is not placed."),
+    _r("qp", "mr_va", 0x448, 64, "RW", 0, "Start address of the QP's memory region."),
+    _r("qp", "mr_length", 0x450, 64, "RW", 0,
+       "Bytes in the QP's memory region: a payload must lie wholly inside it."),
+    _r("qp", "rx_psn", 0x458, 24, "RW", 0, "First PSN the QP expects from its peer."),
+    _r("qp", "rx_msn", 0x45C, 16, "RW", 0, "MSN of the first message the QP expects."),
 )
 
 # EV profiles: entry i of a QP's profile is on plane i % planes (the driver orders them so).

@@ -18,6 +18,7 @@ __all__ = [
     "SETH", "NETH", "PETH", "ERTH", "EETH", "MRC_HEADERS", "ALL_HEADERS",
     "ROCE_UDP_PORT", "ETHERTYPE_IPV6", "IPPROTO_UDP", "IPPROTO_IPV6", "IPPROTO_ROUTING",
     "SRH_ROUTING_TYPE", "PROBE_DQP", "ICRC_BYTES", "headers_after_bth", "DATA_OPCODES",
+    "TRIMMED_PACKET", "PROBE_QP_FIELD",
 ]
 
 ROCE_UDP_PORT = 4791
@@ -75,6 +76,21 @@ class DscpClass(enum.IntEnum):
     DATA_TRIMMABLE_RTX = 14
     CONTROL = 46
     TRIMMED = 48   # a data packet a switch cut to its headers, forwarded at control priority
+
+
+#: How a trimmed packet looks on the wire (this project's choice: the public facts say only that a
+#: switch cuts a data packet to its headers and forwards it at control priority).
+TRIMMED_PACKET = (
+    "A switch that trims a data packet keeps its headers through RETH (and ImmDt), drops the "
+    "payload, keeps the 4 bytes where the ICRC was (no longer a valid ICRC: the receiver does "
+    "not check it), rewrites every IPv6 payload length and the UDP length to match, and sets "
+    "DSCP TRIMMED on the header it routes on (the outer one of an SRv6 packet). Switches mark "
+    "ECN and trim only the header they route on, so the receiver reads both from the outer "
+    "header when there is one.")
+
+#: Which QP a probe is about: it goes to the probe QP, so the PETH names the QP (this project's
+#: choice, as the PDC ids of SETH and NETH name QPs too).
+PROBE_QP_FIELD = "dpdcid"
 
 
 @dataclass(frozen=True)

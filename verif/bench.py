@@ -17,7 +17,8 @@ BLOCKS = {"icrc_insert": ("inserter", builds.icrc_inserter),
           "icrc_check": ("checker", builds.icrc_checker),
           "parser": ("parser", builds.header_parser),
           "tx": ("tx", builds.nic),
-          "rx_front": ("rx_front", builds.rx_front)}
+          "rx_front": ("rx_front", builds.rx_front),
+          "rx": ("rx", builds.rx)}
 PAYLOADS = [64, 1024, 4096]
 TX_PAYLOADS = {64: [64, 1024, 4096], 512: [1024, 4096]}
 TX_PACKETS = {64: 512, 1024: 256, 4096: 128}    # 32 KiB .. 512 KiB of payload
@@ -61,13 +62,15 @@ def main(argv=None) -> int:
                           f"{f['latency']} cycles after the first request)")
                 print(f"  ({block} w{w}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
                 continue
-            if dut == "rx_front":
+            if dut in ("rx_front", "rx"):
+                config = builds.RX_FRONT_CONFIG if dut == "rx_front" else builds.RX_CONFIG
                 for payload in RX_PAYLOADS.get(w, PAYLOADS):
                     run = harness.run(b, "mrcnic.verif.tb_rx_rate",
-                                      {**builds.RX_FRONT_CONFIG, "width": w, "payload": payload,
-                                       "packets": RX_PACKETS[payload]}, tag=f"bench_p{payload}")
+                                      {**config, "width": w, "payload": payload,
+                                       "packets": RX_PACKETS[payload]}, tag=f"bench_p{payload}",
+                                      testcase=f"{dut}_rate")
                     f = json.loads((run / "rx_rate.json").read_text())
-                    key = f"rx_front_util_w{w}_p{payload}"
+                    key = f"{dut}_util_w{w}_p{payload}"
                     results[key] = round(f["utilisation"], 4)
                     print(f"{key:<28} {f['utilisation']:.4f}   ({f['ideal_cycles']} ideal / "
                           f"{f['cycles']} cycles, {f['packets']} SRv6 frames offered)")
@@ -90,7 +93,9 @@ def main(argv=None) -> int:
                        "verif/tb_tx_rate.py); tx_latency: cycles from the first work request to "
                        "the first beat out, counted once inside the tx span; rx_front: wire "
                        "cycles of back-to-back SRv6 frames offered on one plane / cycles until "
-                       "the RX front end took them (verif/tb_rx_rate.py)")
+                       "the RX front end took them; rx: the same with data packets of one QP in order, each "
+                       "placed, acknowledged and completed, memory never back-pressured "
+                       "(verif/tb_rx_rate.py)")
     path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     print(f"written: {path}")
     return 0

@@ -61,3 +61,14 @@ RX_FRONT_CONFIG = dict(planes=2, max_frame=4400, timeout=64, max_segments=4)
 def rx_front(width):
     return harness.build(lambda **kw: AxisTop(RxFront(**kw)), {"width": width, **RX_FRONT_CONFIG},
                          f"rx_front_w{width}")
+
+
+#: The receive side's configuration, shared by its tests and the bench.
+RX_CONFIG = dict(planes=2, qps=4, window=256, messages=16, max_frame=4400, timeout=64,
+                 max_segments=4)
+
+
+def rx(width):
+    from mrcnic.verif.rx_dut import RxDut
+    return harness.build(lambda **kw: AxisTop(RxDut(**kw)), {"width": width, **RX_CONFIG},
+                         f"rx_w{width}")

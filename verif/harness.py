@@ -136,8 +136,10 @@ def build(factory, params: dict, name: str) -> Build:
 
 
 def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "run",
-        testcase: str | None = None, seed: int | None = None) -> Path:
-    """Runs the cocotb tests in ``test_module`` against build ``b``; returns the run directory."""
+        testcase: str | None = None, test_filter: str | None = None,
+        seed: int | None = None) -> Path:
+    """Runs the cocotb tests in ``test_module`` against build ``b`` (only ``testcase``, or those
+    whose names match the regular expression ``test_filter``); returns the run directory."""
     verilator_env()
     from cocotb_tools.runner import get_results, get_runner
     run_dir = b.directory / "runs" / tag
@@ -152,8 +154,8 @@ def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "r
     try:
         runner.test(test_module=test_module, hdl_toplevel=b.toplevel, hdl_toplevel_lang="verilog",
                     build_dir=b.directory / "obj", test_dir=run_dir, results_xml=str(results),
-                    extra_env=env, waves=waves_enabled(), testcase=testcase, seed=seed,
-                    log_file=log)
+                    extra_env=env, waves=waves_enabled(), testcase=testcase,
+                    test_filter=test_filter, seed=seed, log_file=log)
     except SystemExit:   # cocotb's runner exits when a test failed; the results say which
         pass
 

@@ -64,11 +64,14 @@ async def tracker_agrees_with_the_model(dut):
     for q in order:
         psn = streams[q][pos[q]]
         pos[q] += 1
-        sent.append((q, psn))
+        if rng.random() < 0.05:     # a look that records nothing, with a PSN that would be new
+            sent.append((q, psn, 1))
+            await arrive.send(AxiStreamFrame(encode(req, {"qp": q, "psn": psn, "peek": 1})))
+        sent.append((q, psn, 0))
         await arrive.send(AxiStreamFrame(encode(req, {"qp": q, "psn": psn})))
     cack = {}
-    for k, (q, psn) in enumerate(sent):
-        want = model.arrive(q, psn)
+    for k, (q, psn, peek) in enumerate(sent):
+        want = model.arrive(q, psn, peek=bool(peek))
         got = decode(layout, (await res.recv()).tdata)
         d = _diff(want, got)
         assert not d, f"arrival {k} (QP {q} PSN {psn:#x}):\n" + "\n".join(d)

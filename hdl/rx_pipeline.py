@@ -1,0 +1,77 @@
+"""The receive half of the NIC: every plane's frames in; placed data, completions and
+acknowledgements out."""
+
+from amaranth import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .host_memory import MemWritePort
+from .qp_context import static_layout
+from .rx_event import RxOutcome, ack_layout, completion_layout
+from .rx_front import RxFront, drop_reasons
+from .rx_transport import RX_COUNTERS, RxTransport, init_layout
+from .stream import PacketStream, check_width
+from .transport_parser import transport_layout
+
+__all__ = ["RxPipeline", "rx_counter_names"]
+
+
+def rx_counter_names():
+    """Every counter the receive side keeps, by port name."""
+    return (["frames"] + [f"drop_{r}" for r in drop_reasons()]
+            + [f"outcome_{o.name.lower()}" for o in RxOutcome] + list(RX_COUNTERS))
+
+
+class RxPipeline(wiring.Component):
+    """:class:`RxFront` (ingress, parser, SRv6 decapsulation, ICRC) -> :class:`RxTransport`
+    (judge, place, complete, acknowledge).
+
+    Parameters
+    ----------
+    width, planes, max_frame, timeout, max_segments : as :class:`RxFront`.
+    qps, window, messages : as :class:`RxTransport`.
+
+    Attributes
+    ----------
+    plane0 .. plane<N-1> : In(PacketStream(width))
+    ctx_addr, ctx, init, mem, cpl, ack, feedback, coalesce, timeout : as :class:`RxTransport`
+    frames, drop_<reason>, outcome_<name>, ooo, completions, sacks, nacks, place_errors :
+        Out(32), the counters of :func:`rx_counter_names`
+    """
+
+    def __init__(self, width=64, planes=2, qps=16, window=256, messages=16, max_frame=9600,
+                 timeout=1024, max_segments=4):
+        self._width = check_width(width)
+        self._planes = planes
+        L = width // 8
+        self._front = RxFront(width, planes, max_frame, timeout, max_segments)
+        depth = 1 << (2 * (-(-max_frame // L) + 1)).bit_length()
+        self._transport = RxTransport(width, planes, qps, window, messages, depth)
+        super().__init__({
+            **{f"plane{p}": In(PacketStream(width)) for p in range(planes)},
+            "ctx_addr": Out(range(qps)), "ctx": In(static_layout()),
+            "init": In(stream.Signature(init_layout(qps))),
+            "mem": Out(MemWritePort(width)),
+            "cpl": Out(stream.Signature(completion_layout(qps))),
+            "ack": Out(stream.Signature(ack_layout(qps))),
+            "feedback": Out(stream.Signature(transport_layout(planes))),
+            "coalesce": In(8), "timeout": In(32),
+            **{name: Out(32) for name in rx_counter_names()},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        front, tr = self._front, self._transport
+        m.submodules.front, m.submodules.transport = front, tr
+        flip = wiring.flipped
+        for p in range(self._planes):
+            wiring.connect(m, flip(getattr(self, f"plane{p}")), getattr(front, f"plane{p}"))
+        wiring.connect(m, front.o, tr.i)
+        for name in ("init", "mem", "cpl", "ack", "feedback"):
+            wiring.connect(m, flip(getattr(self, name)), getattr(tr, name))
+        m.d.comb += [self.ctx_addr.eq(tr.ctx_addr), tr.ctx.eq(self.ctx),
+                     tr.coalesce.eq(self.coalesce), tr.timeout.eq(self.timeout)]
+        for name in rx_counter_names():
+            src = front if name == "frames" or name.startswith("drop_") else tr
+            m.d.comb += getattr(self, name).eq(getattr(src, name))
+        return m

@@ -1,0 +1,20 @@
+"""The receive side under Verilator, against the receiver's reference model."""
+
+import pytest
+
+from mrcnic.verif import builds, harness
+
+
+@pytest.mark.parametrize("width", [64, 512])
+def test_rx(width):
+    harness.run(builds.rx(width), "mrcnic.verif.tb_rx",
+                {"width": width, **builds.RX_CONFIG, "seed": width,
+                 "writes": 24, "max_len": 2500,
+                 "coalesce": 4, "backpressure": 0.2},
+                testcase="receiver_does_what_the_model_says")
+
+
+def test_rx_malformed_inputs():
+    harness.run(builds.rx(64), "mrcnic.verif.tb_rx",
+                {"width": 64, **builds.RX_CONFIG, "seed": 1},
+                test_filter="malformed_input_is_counted_and_harmless", tag="malformed")
