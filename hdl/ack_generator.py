@@ -28,7 +28,7 @@ class AckGenerator(wiring.Component):
       ``timeout`` cycles old gets a SACK of its last arrival's view.
 
     Any SACK acknowledges everything before it, so it resets the QP's count. MRC-REFERENCE fixes
-    the SACK's fields, not these rules; this project chose them (docs/wire-format.md).
+    the SACK's fields, not these rules; this project chose them (docs/architecture.md).
 
     Attributes
     ----------

@@ -1,4 +1,4 @@
-"""The NIC: the register bank and the datapath it configures and observes."""
+"""The NIC: the register bank and the datapath (TX and RX) it configures and observes."""
 
 from amaranth import Module, Signal, Value
 from amaranth.lib import stream, wiring
@@ -7,10 +7,13 @@ from amaranth.lib.wiring import In, Out
 from mrcnic.regmap import MAX_PLANES, TX_ERROR_REASONS, by_name
 
 from .csr_bus import CSRBus
-from .host_memory import MemReadPort
+from .host_memory import MemReadPort, MemWritePort
 from .plane_demux import plane_members
 from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
+from .rx_event import completion_layout as rx_completion_layout
+from .rx_pipeline import RxPipeline, rx_counter_names
+from .stream import PacketStream
 from .segmenter import completion_layout, work_request_layout
 from .spray_scheduler import EvState, LoadOp
 from .tx_pipeline import TxPipeline
@@ -33,16 +36,20 @@ def _staged(m, bank, block, target, rename=None):
 
 
 class Nic(wiring.Component):
-    """The NIC's register bank joined to its TX pipeline.
+    """The NIC's register bank joined to its TX and RX pipelines.
 
     Management reaches the datapath only through the CSR bus (docs/registers.md): the enable
     (``global.control``), QP contexts
     (``qp.*``), EV profiles and their states (``ev.*``), uSID templates (``tpl.*``), this NIC's
-    addresses and the planes it may use (``tx.*``); the TX counters read back there too.
+    addresses and the planes it may use (``tx.*``), the acknowledgement policy (``rx.*``); the
+    TX and RX counters read back there too. The receive side's SACKs and NACKs leave through
+    the TX pipeline.
 
     Parameters
     ----------
     width, qps, evs, planes, spines, templates, max_usids, backups : as :class:`TxPipeline`.
+    window, messages, max_frame, rx_timeout, max_segments : as :class:`RxPipeline` (its
+        ``timeout`` is ``rx_timeout``).
 
     Attributes
     ----------
@@ -53,10 +60,14 @@ class Nic(wiring.Component):
         cycle in which both arrive).
     port_ready : In(planes), each plane's port
     plane0 .. plane<N-1> : Out(PacketStream(width))
+    rx_plane0 .. rx_plane<N-1> : In(PacketStream(width)), what each port receives
+    rx_mem : Out(MemWritePort(width)), where data is placed
+    rx_cpl : Out(stream {qp, msn, imm, has_imm}), messages received whole, in MSN order
     """
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
-                 backups=4):
+                 backups=4, window=256, messages=16, max_frame=9600, rx_timeout=1024,
+                 max_segments=4):
         if not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")
         if max_usids > by_name("tpl.count").max_value:
@@ -71,6 +82,8 @@ class Nic(wiring.Component):
         self._params = dict(width=width, qps=qps, evs=evs, planes=planes, spines=spines,
                             templates=templates, max_usids=max_usids, backups=backups)
         self._tx = TxPipeline(**self._params)
+        self._rx = RxPipeline(width, planes, qps, window, messages, max_frame, rx_timeout,
+                              max_segments)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
@@ -87,6 +100,9 @@ class Nic(wiring.Component):
             "mem": Out(MemReadPort(width)),
             "ev_update": In(stream.Signature(update)),
             "port_ready": In(planes),
+            **{f"rx_plane{p}": In(PacketStream(width)) for p in range(planes)},
+            "rx_mem": Out(MemWritePort(width)),
+            "rx_cpl": Out(stream.Signature(rx_completion_layout(qps))),
         }
         members.update({k: v for k, v in plane_members(width, planes).items()
                         if k.startswith("plane")})
@@ -96,6 +112,7 @@ class Nic(wiring.Component):
         m = Module()
         m.submodules.bank = bank = self._bank
         m.submodules.tx = tx = self._tx
+        m.submodules.rx = rx = self._rx
         planes = self._params["planes"]
         flip = wiring.flipped
 
@@ -121,8 +138,30 @@ class Nic(wiring.Component):
         ctx = tx.ctx_write.payload
         _staged(m, bank, "qp", ctx.static)
         _staged(m, bank, "qp", ctx.seq)
-        m.d.comb += [ctx.qp.eq(bank.qp_write.payload), tx.ctx_write.valid.eq(bank.qp_write.valid),
-                     bank.qp_write.ready.eq(tx.ctx_write.ready)]
+        # ...and its receive side starts again from qp.rx_psn / qp.rx_msn: both take it at once.
+        init = rx.init.payload
+        m.d.comb += [
+            ctx.qp.eq(bank.qp_write.payload), init.qp.eq(bank.qp_write.payload),
+            init.psn.eq(bank.qp_rx_psn), init.msn.eq(bank.qp_rx_msn),
+            tx.ctx_write.valid.eq(bank.qp_write.valid & rx.init.ready),
+            rx.init.valid.eq(bank.qp_write.valid & tx.ctx_write.ready),
+            bank.qp_write.ready.eq(tx.ctx_write.ready & rx.init.ready),
+        ]
+
+        # The receive side: each port's frames in, data to host memory, completions out, its
+        # QP context read from the TX side's, its acknowledgements out through the TX side.
+        # SACK, NACK and endpoint packets are counted (rx.outcome_feedback) and go no further
+        # until a reliability engine takes them.
+        for p in range(planes):
+            wiring.connect(m, flip(getattr(self, f"rx_plane{p}")), getattr(rx, f"plane{p}"))
+        wiring.connect(m, rx.mem, flip(self.rx_mem))
+        wiring.connect(m, rx.cpl, flip(self.rx_cpl))
+        wiring.connect(m, rx.ack, tx.ack)
+        m.d.comb += [tx.rx_ctx_addr.eq(rx.ctx_addr), rx.ctx.eq(tx.rx_ctx),
+                     rx.feedback.ready.eq(1),
+                     rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout)]
+        for name in rx_counter_names():
+            m.d.comb += getattr(bank, f"rx_{name}").eq(getattr(rx, name))
 
         # ev.load: an entry, a spare or a clear of the staged QP's profile.
         ld = tx.ev_load.payload

@@ -59,6 +59,7 @@ class QpContext(wiring.Component):
         Management: set a QP's whole context.
     rd_addr : In(range(qps)); rd_static, rd_seq : Out, the context of ``rd_addr`` a cycle later.
     rx_addr : In(range(qps)); rx_static : Out, the receive side's read of the static part.
+    ack_addr : In(range(qps)); ack_static : Out, the acknowledgements' read of it.
     wb : In(stream {qp, seq}), always ready
         The segmenter's write-back of the sequence part.
     """
@@ -74,6 +75,8 @@ class QpContext(wiring.Component):
             "rd_seq": Out(seq_layout()),
             "rx_addr": In(range(qps)),
             "rx_static": Out(static_layout()),
+            "ack_addr": In(range(qps)),
+            "ack_static": Out(static_layout()),
             "wb": In(stream.Signature(data.StructLayout({"qp": range(qps), "seq": seq_layout()}),
                                       always_ready=True)),
         })
@@ -87,8 +90,10 @@ class QpContext(wiring.Component):
         m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[])
         m.submodules.seq = seq = Memory(shape=seq_layout(), depth=self._qps, init=[])
         s_rd, q_rd = static.read_port(), seq.read_port()
-        x_rd = static.read_port()
-        m.d.comb += [x_rd.addr.eq(self.rx_addr), self.rx_static.eq(x_rd.data)]
+        for name in ("rx", "ack"):
+            port = static.read_port()
+            m.d.comb += [port.addr.eq(getattr(self, f"{name}_addr")),
+                         getattr(self, f"{name}_static").eq(port.data)]
         s_wr, q_wr = static.write_port(), seq.write_port()
         m.d.comb += [
             s_rd.addr.eq(self.rd_addr), q_rd.addr.eq(self.rd_addr),

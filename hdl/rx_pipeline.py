@@ -5,6 +5,8 @@ from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from mrcnic.regmap import RX_EVENTS, RX_FRONT_DROPS, RX_OUTCOMES
+
 from .host_memory import MemWritePort
 from .qp_context import static_layout
 from .rx_event import RxOutcome, ack_layout, completion_layout
@@ -41,6 +43,12 @@ class RxPipeline(wiring.Component):
 
     def __init__(self, width=64, planes=2, qps=16, window=256, messages=16, max_frame=9600,
                  timeout=1024, max_segments=4):
+        # The register map names the counters; they must be the gateware's, in its order.
+        for mine, theirs in ((drop_reasons(), RX_FRONT_DROPS),
+                             ([o.name.lower() for o in RxOutcome], RX_OUTCOMES),
+                             (list(RX_COUNTERS), RX_EVENTS)):
+            if list(mine) != list(theirs):
+                raise ValueError(f"the gateware counts {mine}, the register map {list(theirs)}")
         self._width = check_width(width)
         self._planes = planes
         L = width // 8

@@ -65,6 +65,9 @@ class Segmenter(wiring.Component):
     cpl : Out(stream completion_layout): error completions.
     ctx_write : In(stream {qp, static, seq}): management writes of a QP's context.
     pkt_static : Out(static_layout()): the context of the QP of ``pkt``, valid with it.
+    rx_addr, ack_addr : In(range(qps)); rx_static, ack_static : Out(static_layout()), the
+        context's other read ports (a cycle of latency), for the receive side and the
+        acknowledgements.
     requests, errors : Out(32): work requests taken, and refused.
     """
 
@@ -79,6 +82,8 @@ class Segmenter(wiring.Component):
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "ctx_write": In(stream.Signature(context_write_layout(qps))),
             "pkt_static": Out(static_layout()),
+            "rx_addr": In(range(qps)), "rx_static": Out(static_layout()),
+            "ack_addr": In(range(qps)), "ack_static": Out(static_layout()),
             "requests": Out(32),
             "errors": Out(32),
         })
@@ -87,6 +92,9 @@ class Segmenter(wiring.Component):
         m = Module()
         m.submodules.ctx = ctx = self._ctx
         wiring.connect(m, wiring.flipped(self.ctx_write), ctx.write)
+        for name in ("rx", "ack"):
+            m.d.comb += [getattr(ctx, f"{name}_addr").eq(getattr(self, f"{name}_addr")),
+                         getattr(self, f"{name}_static").eq(getattr(ctx, f"{name}_static"))]
 
         req = Signal(work_request_layout(self._qps))
         static = Signal(static_layout())

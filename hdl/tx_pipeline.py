@@ -7,11 +7,13 @@ from amaranth.lib.wiring import In, Out
 from mrcnic.evmap import EvLayout
 from mrcnic.regmap import TX_ERROR_REASONS
 
+from .ack_builder import AckBuilder
 from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_members
-from .qp_context import context_write_layout, static_layout
+from .qp_context import SrMode, context_write_layout, static_layout
+from .rx_event import ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
@@ -34,6 +36,11 @@ class TxPipeline(wiring.Component):
     """segmenter -> spray scheduler -> header builder (payload from host memory) -> ICRC
     inserter -> SRv6 encapsulator -> the plane of the packet's EV.
 
+    The receive side's SACKs and NACKs (``ack``) join ahead of the data: each asks the spray
+    scheduler for an EV of its QP's profile (so it goes out on a GOOD path to the peer, planes
+    kept even), is framed by the acknowledgement builder and then takes the data's way through
+    the ICRC inserter and the encapsulator. Frames leave in the order their EVs were granted.
+
     Parameters
     ----------
     width, qps, evs (largest EV profile), planes, spines, templates, max_usids, backups.
@@ -43,6 +50,9 @@ class TxPipeline(wiring.Component):
     wr : In(work requests);  cpl : Out(error completions: bad request, failed memory read)
     mem : Out(MemReadPort(width))
     ctx_write, ev_load, ev_update, template_write : management and reliability-engine ports
+    ack : In(stream ack_layout(qps)), from the receive side
+    rx_ctx_addr : In(range(qps));  rx_ctx : Out(static_layout()), the QP context's read port
+        for the receive side (a cycle of latency)
     src_mac, src_ip : In, this NIC's addresses;  port_ready : In(planes)
     plane0 .. plane<N-1> : Out(PacketStream(width))
     requests : Out(32), work requests taken;  err_<reason> : Out(32), failed work requests by
@@ -57,6 +67,7 @@ class TxPipeline(wiring.Component):
         self._seg = Segmenter(qps)
         self._spray = SprayScheduler(qps, evs, planes, backups)
         self._build = HeaderBuilder(width, qps)
+        self._acks = AckBuilder(width, qps)
         self._icrc = IcrcInserter(width)
         self._srv6 = Srv6Encapsulator(width, templates, max_usids, EvLayout(planes, spines))
         self._demux = PlaneDemux(width, planes)
@@ -74,6 +85,8 @@ class TxPipeline(wiring.Component):
             "ev_update": In(stream.Signature(
                 spray_sig["update"].signature.members["payload"].shape)),
             "template_write": In(stream.Signature(template_layout(templates, max_usids))),
+            "ack": In(stream.Signature(ack_layout(qps))),
+            "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
             "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
             **{f"err_{r}": Out(32) for r in TX_ERROR_REASONS},
@@ -85,8 +98,9 @@ class TxPipeline(wiring.Component):
         m = Module()
         seg, spray, build, icrc, srv6, demux = (self._seg, self._spray, self._build, self._icrc,
                                                 self._srv6, self._demux)
+        ackb = self._acks
         for name, sub in (("segmenter", seg), ("spray", spray), ("builder", build),
-                          ("icrc", icrc), ("srv6", srv6), ("demux", demux)):
+                          ("acks", ackb), ("icrc", icrc), ("srv6", srv6), ("demux", demux)):
             m.submodules[name] = sub
         flip = wiring.flipped
         wiring.connect(m, flip(self.wr), seg.wr)
@@ -95,11 +109,12 @@ class TxPipeline(wiring.Component):
         wiring.connect(m, flip(self.ev_update), spray.update)
         wiring.connect(m, flip(self.template_write), srv6.template_write)
         wiring.connect(m, build.mem, flip(self.mem))
-        wiring.connect(m, build.o, icrc.i)
         wiring.connect(m, icrc.o, srv6.i)
         wiring.connect(m, srv6.o, demux.i)
         m.d.comb += [
             build.src_mac.eq(self.src_mac), build.src_ip.eq(self.src_ip),
+            ackb.src_mac.eq(self.src_mac), ackb.src_ip.eq(self.src_ip),
+            seg.rx_addr.eq(self.rx_ctx_addr), self.rx_ctx.eq(seg.rx_static),
             srv6.src_ip.eq(self.src_ip), spray.port_ready.eq(self.port_ready),
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced),
@@ -109,43 +124,113 @@ class TxPipeline(wiring.Component):
             m.d.comb += [getattr(self, f"frames{p}").eq(getattr(demux, f"frames{p}")),
                          getattr(self, f"bytes{p}").eq(getattr(demux, f"bytes{p}"))]
 
-        # Each descriptor asks the spray scheduler for an EV and waits for it, in order.
+        # An acknowledgement first has its QP's context read (a cycle), then asks for an EV.
+        Q = self._qps
+        peer = data.StructLayout({"dqp": 24, "dst_mac": 48, "dst_ip": 128, "template": 8,
+                                  "mode": SrMode})
+        ack = Signal(ack_layout(Q))
+        ack_state = Signal(2)             # 0 empty, 1 context being read, 2 ready to ask
+        m.d.comb += [self.ack.ready.eq(ack_state == 0),
+                     seg.ack_addr.eq(Mux(ack_state == 0, self.ack.payload.qp, ack.qp))]
+        with m.If(self.ack.valid & self.ack.ready):
+            m.d.sync += [ack.eq(self.ack.payload), ack_state.eq(1)]
+        with m.If(ack_state == 1):
+            m.d.sync += ack_state.eq(2)
+
+        # Each descriptor or acknowledgement asks the spray scheduler for an EV and waits for
+        # it, in order; ``asked`` remembers which kind each request was. An acknowledgement
+        # goes first, but a request offered and not yet taken stays offered.
         waiting = _Fifo(m, "waiting", data.StructLayout({
-            "pkt": packet_descriptor_layout(self._qps), "static": static_layout()}), 4)
+            "pkt": packet_descriptor_layout(Q), "static": static_layout()}), 4)
+        acks_waiting = _Fifo(m, "acks_waiting", data.StructLayout({
+            "ack": ack_layout(Q), "peer": peer}), 2)
+        asked = _Fifo(m, "asked", data.StructLayout({"ack": 1}), 8)
+        offered = Signal()                # a request was offered last cycle and not taken...
+        offered_ack = Signal()            # ...and it was an acknowledgement's
+        ack_asks = Signal()
+        m.d.comb += ack_asks.eq(Mux(offered, offered_ack, ack_state == 2))
+        room = asked.f.w_rdy & Mux(ack_asks, acks_waiting.f.w_rdy, waiting.f.w_rdy)
+        req_valid = Mux(ack_asks, 1, seg.pkt.valid) & room
+        took = req_valid & spray.request.ready
         m.d.comb += [
-            spray.request.payload.qp.eq(seg.pkt.payload.qp),
-            spray.request.valid.eq(seg.pkt.valid & waiting.f.w_rdy),
-            seg.pkt.ready.eq(spray.request.ready & waiting.f.w_rdy),
-            waiting.f.w_en.eq(seg.pkt.valid & seg.pkt.ready),
+            spray.request.payload.qp.eq(Mux(ack_asks, ack.qp, seg.pkt.payload.qp)),
+            spray.request.valid.eq(req_valid),
+            seg.pkt.ready.eq(~ack_asks & room & spray.request.ready),
+            asked.f.w_en.eq(took), asked.f.w_data.eq(ack_asks),
+            waiting.f.w_en.eq(took & ~ack_asks), acks_waiting.f.w_en.eq(took & ack_asks),
         ]
+        m.d.sync += [offered.eq(req_valid & ~spray.request.ready), offered_ack.eq(ack_asks)]
+        with m.If(took & ack_asks):
+            m.d.sync += ack_state.eq(0)
         w = waiting.layout(waiting.f.w_data)
         m.d.comb += [w.pkt.eq(seg.pkt.payload), w.static.eq(seg.pkt_static)]
+        aw = acks_waiting.layout(acks_waiting.f.w_data)
+        m.d.comb += aw.ack.eq(ack)
+        for name, _ in peer:
+            m.d.comb += aw.peer[name].eq(seg.ack_static[name])
 
-        # The EV joins its descriptor on the way to the header builder.
+        # The EV joins its descriptor on the way to the header builder, or its acknowledgement
+        # on the way to the acknowledgement builder (through ``acks_granted``, as that builder
+        # holds its request until the frame is out). ``order`` keeps the kind of each packet
+        # granted: frames leave in that order.
+        order = _Fifo(m, "order", data.StructLayout({"ack": 1}), 8)
+        grant = spray.grant.payload
+        for_ack = asked.r_data.ack
         head = waiting.r_data
         req = build.req.payload
         m.d.comb += [
-            req.pkt.eq(head.pkt), req.ev.eq(spray.grant.payload.ev), req.dqp.eq(head.static.dqp),
+            req.pkt.eq(head.pkt), req.ev.eq(grant.ev), req.dqp.eq(head.static.dqp),
             req.dst_mac.eq(head.static.dst_mac), req.dst_ip.eq(head.static.dst_ip),
             req.route.template.eq(head.static.template), req.route.mode.eq(head.static.mode),
-            req.route.plane.eq(spray.grant.payload.plane),
-            build.req.valid.eq(spray.grant.valid & waiting.f.r_rdy),
-            spray.grant.ready.eq(build.req.ready & waiting.f.r_rdy),
-            waiting.f.r_en.eq(spray.grant.valid & spray.grant.ready),
+            req.route.plane.eq(grant.plane),
+        ]
+        ahead = acks_waiting.r_data
+        acks_granted = _Fifo(m, "acks_granted", ackb.req.payload.shape(), 2)
+        areq = acks_granted.layout(acks_granted.f.w_data)
+        m.d.comb += [
+            areq.ack.eq(ahead.ack), areq.ev.eq(grant.ev), areq.dqp.eq(ahead.peer.dqp),
+            areq.dst_mac.eq(ahead.peer.dst_mac), areq.dst_ip.eq(ahead.peer.dst_ip),
+            areq.route.template.eq(ahead.peer.template), areq.route.mode.eq(ahead.peer.mode),
+            areq.route.plane.eq(grant.plane),
+        ]
+        g_ok = spray.grant.valid & asked.f.r_rdy & order.f.w_rdy
+        ack_granted = g_ok & for_ack & acks_waiting.f.r_rdy & acks_granted.f.w_rdy
+        m.d.comb += [
+            build.req.valid.eq(g_ok & ~for_ack & waiting.f.r_rdy),
+            acks_granted.f.w_en.eq(ack_granted),
+            ackb.req.payload.eq(acks_granted.r_data), ackb.req.valid.eq(acks_granted.f.r_rdy),
+            acks_granted.f.r_en.eq(ackb.req.valid & ackb.req.ready),
+        ]
+        granted = Signal()
+        m.d.comb += [
+            granted.eq((build.req.valid & build.req.ready) | ack_granted),
+            spray.grant.ready.eq(granted), asked.f.r_en.eq(granted),
+            waiting.f.r_en.eq(build.req.valid & build.req.ready),
+            acks_waiting.f.r_en.eq(ack_granted),
+            order.f.w_en.eq(granted), order.f.w_data.eq(for_ack),
         ]
 
-        # Every packet the builder sends leaves its route for the encapsulator and its plane for
-        # the demultiplexer (a packet whose read failed sends nothing, so leaves nothing either).
+        # Frames in grant order to the ICRC inserter; each leaves its route for the
+        # encapsulator and its plane for the demultiplexer. A data packet whose read failed
+        # sends nothing: its error completion takes its turn instead (below).
         routes = _Fifo(m, "routes", route_layout(srv6._templates), 8)
         planes = _Fifo(m, "planes", data.StructLayout({"plane": range(self._planes)}), 8)
-        fr = build.frame.payload
+        ack_turn = order.f.r_rdy & order.r_data.ack
+        data_turn = order.f.r_rdy & ~order.r_data.ack
+        src_o = Mux(ack_turn, ackb.o.payload.as_value(), build.o.payload.as_value())
+        src_fr = Mux(ack_turn, ackb.frame.payload.as_value(), build.frame.payload.as_value())
+        fr = build.frame.payload.shape()(src_fr)
         frame_rdy = routes.f.w_rdy & planes.f.w_rdy
         rt = routes.layout(routes.f.w_data)
         pl = planes.layout(planes.f.w_data)
+        o_valid = Mux(ack_turn, ackb.o.valid, data_turn & build.o.valid)
+        f_valid = Mux(ack_turn, ackb.frame.valid, data_turn & build.frame.valid)
         m.d.comb += [
-            build.frame.ready.eq(frame_rdy),
-            routes.f.w_en.eq(build.frame.valid & frame_rdy),
-            planes.f.w_en.eq(build.frame.valid & frame_rdy),
+            icrc.i.payload.eq(src_o), icrc.i.valid.eq(o_valid),
+            build.o.ready.eq(data_turn & icrc.i.ready), ackb.o.ready.eq(ack_turn & icrc.i.ready),
+            build.frame.ready.eq(data_turn & frame_rdy), ackb.frame.ready.eq(ack_turn & frame_rdy),
+            routes.f.w_en.eq(f_valid & frame_rdy),
+            planes.f.w_en.eq(f_valid & frame_rdy),
             rt.ev.eq(fr.ev), rt.template.eq(fr.route.template), rt.mode.eq(fr.route.mode),
             rt.tc.eq(fr.tc), rt.length.eq(fr.length), pl.plane.eq(fr.route.plane),
             srv6.route.payload.eq(routes.r_data), srv6.route.valid.eq(routes.f.r_rdy),
@@ -153,6 +238,9 @@ class TxPipeline(wiring.Component):
             demux.plane.payload.eq(planes.r_data), demux.plane.valid.eq(planes.f.r_rdy),
             planes.f.r_en.eq(demux.plane.ready),
         ]
+        frame_done = o_valid & icrc.i.ready & icrc.i.payload.last
+        build_failed = build.cpl.valid & build.cpl.ready
+        m.d.comb += order.f.r_en.eq(frame_done | build_failed)
 
         # Error completions from the segmenter and the builder share one stream; a completion
         # offered and not yet taken keeps the stream until it is (stream rules: no change under
@@ -163,8 +251,10 @@ class TxPipeline(wiring.Component):
         m.d.comb += from_build.eq(Mux(held, held_build, ~seg.cpl.valid))
         m.d.sync += [held.eq(self.cpl.valid & ~self.cpl.ready), held_build.eq(from_build)]
         with m.If(from_build):
+            # A failed read's completion waits for its packet's turn in the frame order.
             m.d.comb += [self.cpl.payload.eq(build.cpl.payload),
-                         self.cpl.valid.eq(build.cpl.valid), build.cpl.ready.eq(self.cpl.ready)]
+                         self.cpl.valid.eq(build.cpl.valid & data_turn),
+                         build.cpl.ready.eq(self.cpl.ready & data_turn)]
         with m.Else():
             m.d.comb += [self.cpl.payload.eq(seg.cpl.payload), self.cpl.valid.eq(seg.cpl.valid),
                          seg.cpl.ready.eq(self.cpl.ready)]

@@ -21,10 +21,11 @@ from .evmap import EvLayout, UsidTemplate
 from .hdl.qp_context import MTU_CODES, QpState, SrMode
 from .hdl.spray_scheduler import EvState, LoadOp
 from .regclient import Program, RegisterError, command, read, write
-from .regmap import BUS_ERRORS, MRCNIC_ID, TX_ERROR_REASONS
+from .regmap import BUS_ERRORS, MRCNIC_ID, REGISTERS, TX_ERROR_REASONS, Access
 
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "write_template", "configure_qp",
-           "load_ev_profile", "set_ev_state", "tx_counters", "mac_int", "ip_int"]
+           "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
+           "mac_int", "ip_int"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -224,6 +225,26 @@ def set_ev_state(qp: int, index: int, state: EvState) -> Program:
     yield from write("ev.qp", qp)
     yield from write("ev.index", index)
     yield from command("ev.set_state", EvState(state).value)
+
+
+def rx_counters() -> Program:
+    """Every RX counter, by its register name without the ``rx.`` prefix."""
+    out = {}
+    for reg in REGISTERS:
+        if reg.block == "rx" and reg.access is Access.RO:
+            out[reg.name] = yield from read(f"rx.{reg.name}")
+    return out
+
+
+@_refusals_checked
+def set_ack_policy(coalesce: int, timeout_cycles: int) -> Program:
+    """SACK every ``coalesce`` new data packets (1 .. 255) or after ``timeout_cycles``."""
+    if not isinstance(coalesce, int) or not 1 <= coalesce <= 255:
+        raise RegisterError(f"coalesce must be 1 .. 255 packets, not {coalesce!r}")
+    if not isinstance(timeout_cycles, int) or not 1 <= timeout_cycles < 1 << 32:
+        raise RegisterError(f"the ACK timeout must be 1 .. 2^32 - 1 cycles, not {timeout_cycles!r}")
+    yield from write("rx.coalesce", coalesce)
+    yield from write("rx.ack_timeout", timeout_cycles)
 
 
 def tx_counters() -> Program:

@@ -84,6 +84,58 @@ def _r(block, name, offset, width, access, reset, doc, limit=None):
     return Register(block, name, offset, width, Access(access), reset, doc, limit)
 
 
+#: What the receive side counts, in the order the gateware numbers them (hdl/rx_pipeline.py
+#: checks its own lists against these).
+RX_FRONT_DROPS = {
+    "oversize": "longer than the largest frame", "truncated": "ends inside its headers",
+    "ethertype": "not IPv6", "ip_version": "an IPv6 header whose version is not 6",
+    "not_udp": "no UDP where it must be", "srh_malformed": "an SRH that breaks a rule",
+    "not_roce": "UDP destination port not 4791",
+    "length": "an IPv6 or UDP length that disagrees with the frame",
+    "cut": "cut by its plane's guard: too long, or its next beat too late",
+    "icrc": "wrong ICRC (a trimmed frame is not checked)",
+}
+RX_OUTCOMES = {
+    "placed": "new data packets written to host memory",
+    "empty": "new data packets with no payload",
+    "duplicate": "data packets that had arrived before (acknowledged, not written)",
+    "beyond": "data packets past the PSN window or the message window (NACKed)",
+    "trimmed": "data packets a switch trimmed (NACKed for a retransmit)",
+    "probe": "reliability probes answered",
+    "feedback": "SACK, NACK, ACK and endpoint packets received",
+    "qp": "packets for a QP that does not exist or is not RTR/RTS",
+    "rkey": "data packets with the wrong R_Key (NACKed, not written)",
+    "bounds": "data packets outside the QP's memory region (NACKed, not written)",
+    "opcode": "packets with an opcode MRC does not define",
+    "truncated": "packets shorter than their opcode's headers",
+}
+RX_EVENTS = {
+    "ooo": "new data packets that arrived out of order",
+    "completions": "messages completed",
+    "sacks": "SACKs sent", "nacks": "NACKs sent",
+    "place_errors": "payload writes host memory refused",
+}
+
+
+def _rx_registers():
+    regs = [_r("rx", "frames", 0x600, 32, "RO", 0,
+               "Frames the front end passed on (well formed, ICRC right, decapsulated).")]
+    regs += [_r("rx", f"drop_{name}", 0x604 + 4 * i, 32, "RO", 0, f"Frames dropped: {doc}.")
+             for i, (name, doc) in enumerate(RX_FRONT_DROPS.items())]
+    regs += [_r("rx", f"outcome_{name}", 0x640 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+             for i, (name, doc) in enumerate(RX_OUTCOMES.items())]
+    regs += [_r("rx", name, 0x680 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+             for i, (name, doc) in enumerate(RX_EVENTS.items())]
+    regs += [
+        _r("rx", "coalesce", 0x6C0, 8, "RW", 8,
+           "New data packets per SACK (0 acts as 1). ECN-CE, the BTH ack-request bit, "
+           "duplicates and probes are acknowledged at once."),
+        _r("rx", "ack_timeout", 0x6C4, 32, "RW", 1024,
+           "Cycles after which a QP's unacknowledged arrivals get a SACK anyway."),
+    ]
+    return regs
+
+
 def _tx_registers():
     regs = [
         _r("tx", "src_mac", 0x300, 48, "RW", 0,
@@ -197,7 +249,7 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
-    *_tx_registers(), *_QP, *_EV, *_TPL,
+    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(),
 )
 
 

@@ -41,7 +41,7 @@ def register_bank():
 
 
 #: The NIC configuration the tests, the bench and the demo share.
-NIC_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14)
+NIC_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14, max_frame=4400)
 
 
 def nic(width, **config):

@@ -104,6 +104,7 @@ class Rx:
         self.ack = sink(dut, "ack", rng, bp)
         self.feedback = sink(dut, "feedback", rng, bp)
         self.rules = [StreamRules(dut, n) for n in ("mem__wr", "cpl", "ack", "feedback")]
+        self.sent, self.plane = 0, None
         dut.coalesce.value = p.get("coalesce", 4)
         dut.timeout.value = FOREVER
 
@@ -119,23 +120,36 @@ class Rx:
         await self.init.wait()
 
     async def send(self, frame: bytes, plane: int):
-        """One frame, wholly taken before the next is offered: the DUT judges in this order."""
+        """One frame, wholly taken before the next is offered. Frames of one plane keep their
+        order; before it changes planes the DUT has judged every frame sent (the merge serves
+        planes in turn, so a frame waiting on one plane may otherwise be overtaken), so the DUT
+        judges in the order sent."""
+        if plane != self.plane and self.sent:
+            await self.settle(self.sent, linger=0)
+        self.plane = plane
         src = self.planes[plane]
         await src.send(frame)
         await with_timeout(src.wait(), 20 * len(frame) + 2000, "ns")
+        self.sent += 1
 
     async def counters(self):
         await ClockCycles(self.dut.clk, 2)
         return {o: int(getattr(self.dut, f"outcome_{o.name.lower()}").value) for o in RxOutcome}
 
-    async def settle(self, total):
-        """Waits until the DUT has judged ``total`` frames past its front end."""
+    async def handled(self):
+        """Frames the front end dropped or the transport judged."""
+        await ClockCycles(self.dut.clk, 2)
+        return sum(int(getattr(self.dut, n).value) for n in rx_counter_names()
+                   if n.startswith(("drop_", "outcome_")))
+
+    async def settle(self, total, linger=200):
+        """Waits until the DUT has dropped or judged ``total`` frames, then ``linger`` cycles
+        more."""
         for _ in range(2000):
-            if sum((await self.counters()).values()) >= total:
-                await ClockCycles(self.dut.clk, 200)
+            if await self.handled() >= total:
+                await ClockCycles(self.dut.clk, linger + 1)
                 return
-        raise AssertionError(f"the DUT judged {sum((await self.counters()).values())} of "
-                             f"{total} frames")
+        raise AssertionError(f"the DUT handled {await self.handled()} of {total} frames")
 
 
 async def take(snk, layout, what):
@@ -155,7 +169,7 @@ def contexts(rng, qps):
             out[q] = RxQp(state=QpState.RESET.value)
             continue
         out[q] = RxQp(state=rng.choice([QpState.RTS, QpState.RTR]).value,
-                      rkey=rng.getrandbits(32), mr_va=(q + 1) << 32 | rng.getrandbits(12) << 12,
+                      rkey=rng.getrandbits(32), mr_va=(0x10 + q) << 32 | rng.getrandbits(12) << 12,
                       mr_length=REGION, rx_psn=rng.getrandbits(24), rx_msn=rng.getrandbits(16))
     first = [q for q in out if q != wire.PROBE_DQP]
     out[first[0]].rx_psn = (1 << 24) - 20

@@ -1,11 +1,12 @@
-"""The receive side under Verilator, against the receiver's reference model."""
+"""The receive side under Verilator, against the receiver's reference model, at 64 bits (the
+whole NIC's receive test, verif/test_nic_rx_hdl.py, runs the same pipeline at 64 and 512)."""
 
 import pytest
 
 from mrcnic.verif import builds, harness
 
 
-@pytest.mark.parametrize("width", [64, 512])
+@pytest.mark.parametrize("width", [64])
 def test_rx(width):
     harness.run(builds.rx(width), "mrcnic.verif.tb_rx",
                 {"width": width, **builds.RX_CONFIG, "seed": width,

@@ -42,16 +42,23 @@ class TxConfig:
 
 
 async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), latency=(2, 10),
-                    gap=0.1) -> TxConfig:
+                    gap=0.1, receive=None, states=None) -> TxConfig:
     """Resets the NIC and sets it up the way a host does, through its registers with the
     driver: addresses, uSID templates, QP contexts and EV profiles (``p`` holds the build
-    parameters)."""
+    parameters). ``receive`` ({qp: RxQp}) gives QPs their receive side (memory region, first
+    PSN and MSN expected), mapped in host memory behind the NIC's write port too; ``states``
+    ({qp: QpState}) overrides a QP's state."""
     Q, E, P, S, T = (p[k] for k in ("qps", "evs", "planes", "spines", "templates"))
     layout = EvLayout(P, S)
     await setup(dut)
     dut.port_ready.value = (1 << P) - 1
-    mem = HostMemory(dut, read="mem", write=None, rng=rng, latency=latency, gap=gap)
+    receive = receive or {}
+    mem = HostMemory(dut, read="mem", write="rx_mem" if receive else None, rng=rng,
+                     latency=latency, gap=gap)
     mem.map(BASE, 1 << 26)
+    for r in receive.values():
+        if r.mr_length:
+            mem.map(r.mr_va, r.mr_length)
     cfg = TxConfig(layout, mem)
     regs = cfg.regs = AsyncRegisterClient(CsrBus(dut))
 
@@ -72,11 +79,15 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
                                next_psn=(1 << 24) - 2 if q == 0 else rng.getrandbits(24),
                                msn=rng.getrandbits(16))
         cfg.modes[q] = modes[q % len(modes)]
+        state = QpState.INIT if q in not_ready else QpState.RTS
+        state = (states or {}).get(q, state)
+        r = receive.get(q)
+        rx = dict(rkey=r.rkey, mr_va=r.mr_va, mr_length=r.mr_length, rx_psn=r.rx_psn,
+                  rx_msn=r.rx_msn) if r else {}
         await regs.run(driver.configure_qp(q, driver.QpConfig(
             dqp=cfg.qps[q].dqp, dst_mac=cfg.qps[q].dst_mac, dst_ip=cfg.qps[q].dst_ip,
             template=q % T, mtu=MTU_CODES[code], mode=cfg.modes[q],
-            state=QpState.INIT if q in not_ready else QpState.RTS,
-            next_psn=cfg.qps[q].next_psn, msn=cfg.qps[q].msn)))
+            state=state, next_psn=cfg.qps[q].next_psn, msn=cfg.qps[q].msn, **rx)))
         # A full profile, EVs in random order: the driver puts each on its own plane's entries.
         evs = [layout.make(i % P, rng.randrange(S), rng.getrandbits(32)) for i in range(E)]
         rng.shuffle(evs)

@@ -1,0 +1,118 @@
+"""Acknowledgement builder: frames each SACK or NACK the receive side asks for."""
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from mrcnic import wire
+
+from .header_builder import frame_layout, frame_route_layout
+from .headers import header_bytes
+from .rx_event import AckKind, ack_layout
+from .stream import PacketStream, check_width, keep_mask
+
+__all__ = ["AckBuilder", "ack_request_layout", "ACK_BYTES"]
+
+_STACK = (wire.ETHERNET, wire.IPV6, wire.UDP, wire.BTH)
+#: Frame bytes before the ICRC: SACK, NACK.
+ACK_BYTES = {AckKind.SACK: sum(h.length for h in _STACK) + wire.SETH.length,
+             AckKind.NACK: sum(h.length for h in _STACK) + wire.NETH.length}
+
+
+def ack_request_layout(qps):
+    """An acknowledgement with the EV the spray scheduler chose for it and the QP's peer."""
+    return data.StructLayout({"ack": ack_layout(qps), "ev": 32, "dqp": 24, "dst_mac": 48,
+                              "dst_ip": 128, "route": frame_route_layout()})
+
+
+class AckBuilder(wiring.Component):
+    """Enters: one request per SACK or NACK. Leaves: the frame, Ethernet / IPv6 / UDP / BTH /
+    SETH (or NETH), without its ICRC (the ICRC inserter follows), and its ``frame`` record with
+    the first beat, as the header builder gives them for data packets.
+
+    The EV goes where a data packet's does (UDP source port, flow label); the traffic class is
+    CONTROL with ECT(0); BTH carries the PSN the acknowledgement is about. In SETH and NETH the
+    PDC ids are QP numbers: spdcid this QP, dpdcid the peer's; ``entropy`` echoes the EV of the
+    packet that triggered it. One beat a cycle.
+
+    Attributes
+    ----------
+    req : In(stream ack_request_layout(qps))
+    o : Out(PacketStream(width));  frame : Out(stream frame_layout())
+    src_mac : In(48), src_ip : In(128)
+    """
+
+    def __init__(self, width=64, qps=16):
+        self._width = check_width(width)
+        self._qps = qps
+        super().__init__({
+            "req": In(stream.Signature(ack_request_layout(qps))),
+            "o": Out(PacketStream(width)),
+            "frame": Out(stream.Signature(frame_layout())),
+            "src_mac": In(48), "src_ip": In(128),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        L = self._width // 8
+        r = self.req.payload
+        a = r.ack
+        sack = a.kind == AckKind.SACK
+        n_sack, n_nack = ACK_BYTES[AckKind.SACK], ACK_BYTES[AckKind.NACK]
+        tc = (wire.DscpClass.CONTROL << 2) | 0b10
+
+        def stack(ip_payload, opcode, ext):
+            return Cat(
+                header_bytes({"dst": r.dst_mac, "src": self.src_mac,
+                              "ethertype": wire.ETHERTYPE_IPV6}, wire.ETHERNET),
+                header_bytes({"version": 6, "tc": tc, "flow_label": r.ev[:16],
+                              "payload_length": ip_payload, "next_header": wire.IPPROTO_UDP,
+                              "hop_limit": 64, "src": self.src_ip, "dst": r.dst_ip}, wire.IPV6),
+                header_bytes({"sport": r.ev[16:], "dport": wire.ROCE_UDP_PORT,
+                              "length": ip_payload}, wire.UDP),
+                header_bytes({"opcode": opcode, "pkey": 0xFFFF, "dqp": r.dqp, "psn": a.psn},
+                             wire.BTH),
+                ext)
+
+        def after_ip(n):
+            return n - wire.ETHERNET.length - wire.IPV6.length + wire.ICRC_BYTES
+
+        seth = header_bytes({
+            "m": a.m, "pr": a.pr, "ack_psn_offset": (a.psn - a.cack)[:16], "entropy": a.ev,
+            "spdcid": a.qp, "dpdcid": r.dqp[:16], "cack_psn": a.cack,
+            "sack_offset": a.sack_offset, "sack_bitmap": a.sack_bitmap, "tx_timestamp": a.ts,
+            "ooo_count": a.ooo_count, "rcvd_bytes": a.rcvd_bytes}, wire.SETH)
+        neth = header_bytes({
+            "nack_reason": a.nack_reason, "entropy": a.ev, "spdcid": a.qp,
+            "dpdcid": r.dqp[:16], "nack_psn": a.psn, "tx_timestamp": a.ts}, wire.NETH)
+        beats = -(-n_sack // L)
+        frame = Signal(8 * L * beats)
+        m.d.comb += frame.eq(Mux(sack, stack(after_ip(n_sack), wire.Opcode.SACK, seth),
+                                 stack(after_ip(n_nack), wire.Opcode.NACK, neth)))
+        total = Signal(range(n_sack + 1))
+        m.d.comb += total.eq(Mux(sack, n_sack, n_nack))
+
+        beat = Signal(range(beats))
+        left = Signal(range(n_sack + 1))
+        m.d.comb += left.eq(total - beat * L)
+        f = self.frame.payload
+        m.d.comb += [f.ev.eq(r.ev), f.route.eq(r.route), f.tc.eq(tc),
+                     f.length.eq(total + wire.ICRC_BYTES),
+                     self.o.payload.data.eq(frame.word_select(beat, 8 * L))]
+        # The first beat leaves together with the frame record; the request is held until the
+        # last beat is taken.
+        first = beat == 0
+        m.d.comb += [self.o.valid.eq(self.req.valid & (~first | self.frame.ready)),
+                     self.frame.valid.eq(self.req.valid & first & self.o.ready)]
+        with m.If(left <= L):
+            m.d.comb += [self.o.payload.keep.eq(keep_mask(m, left, L)),
+                         self.o.payload.last.eq(1)]
+        with m.Else():
+            m.d.comb += self.o.payload.keep.eq((1 << L) - 1)
+        with m.If(self.o.valid & self.o.ready):
+            with m.If(left <= L):
+                m.d.comb += self.req.ready.eq(1)
+                m.d.sync += beat.eq(0)
+            with m.Else():
+                m.d.sync += beat.eq(beat + 1)
+        return m
