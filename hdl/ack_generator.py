@@ -21,7 +21,8 @@ class AckGenerator(wiring.Component):
       the ``coalesce``-th unacknowledged one, or when it came ECN-CE marked (``m`` = SKIP_ONCE,
       so the sender skips its EV) or asked for an ACK (BTH ``a``); otherwise it waits;
     - a duplicate is acknowledged at once: its sender evidently missed the last SACK;
-    - a probe is answered at once by a SACK with the probe-response bit, echoing its EV;
+    - a probe is answered at once by a SACK with the probe-response bit, echoing its EV (and
+      ``m`` = SKIP_ONCE if it came ECN-CE marked);
     - BEYOND, TRIMMED, RKEY and BOUNDS are NACKed at once (PSN_OOR_WINDOW, TRIMMED, and
       UNEXP_EVENT for both access violations);
     - between events the QPs are scanned in turn, and one whose oldest unacknowledged arrival is
@@ -123,7 +124,7 @@ class AckGenerator(wiring.Component):
                         sack(arrived, nxt, m_mark=mark)
                     with m.Case(O.PROBE):
                         m.d.comb += send.eq(1)
-                        sack(arrived, nxt, pr=1)
+                        sack(arrived, nxt, m_mark=mark, pr=1)
                     with m.Default():
                         m.d.comb += [send.eq(1), a.kind.eq(AckKind.NACK), a.psn.eq(ev.psn),
                                      a.ev.eq(ev.ev), a.ts.eq(ev.ts)]

@@ -29,7 +29,7 @@ class MessageCompleter(wiring.Component):
     msn_qp : In(range(qps));  msn_next : Out(16)
     """
 
-    def __init__(self, qps=16, messages=16):
+    def __init__(self, qps=16, messages=512):
         if not isinstance(qps, int) or qps < 1:
             raise ValueError(f"qps must be a positive integer, not {qps!r}")
         if not isinstance(messages, int) or messages < 2 or messages & (messages - 1) \

@@ -13,9 +13,9 @@ from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
 from .rx_event import completion_layout as rx_completion_layout
 from .rx_pipeline import RxPipeline, rx_counter_names
-from .stream import PacketStream
 from .segmenter import completion_layout, work_request_layout
 from .spray_scheduler import EvState, LoadOp
+from .stream import PacketStream
 from .tx_pipeline import TxPipeline
 
 __all__ = ["Nic"]
@@ -66,7 +66,7 @@ class Nic(wiring.Component):
     """
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
-                 backups=4, window=256, messages=16, max_frame=9600, rx_timeout=1024,
+                 backups=4, window=256, messages=512, max_frame=9600, rx_timeout=1024,
                  max_segments=4):
         if not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")

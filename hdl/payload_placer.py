@@ -30,6 +30,11 @@ class PayloadPlacer(wiring.Component):
 
     def __init__(self, width=64):
         self._width = check_width(width)
+        # A frame's first beat must be all header, or its destination (queued with that beat)
+        # could not reach the write it starts in the same cycle.
+        if width // 8 > HEAD_BYTES:
+            raise ValueError(f"the payload placer needs a beat of at most {HEAD_BYTES} bytes, "
+                             f"not {width // 8}")
         pkt = data.StructLayout({**{n: f.shape for n, f in packet_layout(width)},
                                  "meta": place_layout()})
         super().__init__({

@@ -32,8 +32,10 @@ def arrival_tc(parsed):
 
 
 def is_trimmed(parsed):
-    """A data packet a switch cut to its headers (DSCP TRIMMED): its ICRC no longer holds."""
-    return (arrival_tc(parsed) >> 2) == wire.DscpClass.TRIMMED
+    """A data packet a switch cut to its headers (DSCP TRIMMED): its ICRC no longer holds.
+    Only data packets are trimmed; any other packet marked so is judged by its ICRC."""
+    data = parsed.bth.opcode.matches(*(int(o) for o in wire.DATA_OPCODES))
+    return ((arrival_tc(parsed) >> 2) == wire.DscpClass.TRIMMED) & data
 
 
 def drop_reasons():

@@ -41,7 +41,7 @@ class RxPipeline(wiring.Component):
         Out(32), the counters of :func:`rx_counter_names`
     """
 
-    def __init__(self, width=64, planes=2, qps=16, window=256, messages=16, max_frame=9600,
+    def __init__(self, width=64, planes=2, qps=16, window=256, messages=512, max_frame=9600,
                  timeout=1024, max_segments=4):
         # The register map names the counters; they must be the gateware's, in its order.
         for mine, theirs in ((drop_reasons(), RX_FRONT_DROPS),

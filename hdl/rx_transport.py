@@ -57,7 +57,7 @@ class RxTransport(wiring.Component):
     place_errors : Out(32) (wrap)
     """
 
-    def __init__(self, width=64, planes=2, qps=16, window=256, messages=16, depth=1024):
+    def __init__(self, width=64, planes=2, qps=16, window=256, messages=512, depth=1024):
         self._width = check_width(width)
         self._planes, self._qps = planes, qps
         self._parser = TransportParser(width, planes)
@@ -131,6 +131,11 @@ class RxTransport(wiring.Component):
         ctx = self.ctx
         rec = parser.rec
 
+        # Feedback records wait in a FIFO of their own, so the judge never waits on a consumer.
+        m.submodules.feedbacks = fbq = fifo.SyncFIFOBuffered(width=layout.size, depth=4)
+        m.d.comb += [fbq.w_data.eq(r), self.feedback.payload.eq(fbq.r_data),
+                     self.feedback.valid.eq(fbq.r_rdy), fbq.r_en.eq(self.feedback.ready)]
+
         elayout = event_layout(Q)
         queued = data.StructLayout({"placed": 1, "event": elayout})
         m.submodules.events = events = fifo.SyncFIFOBuffered(width=queued.size, depth=16)
@@ -147,7 +152,6 @@ class RxTransport(wiring.Component):
             e.ev.eq(r.ev), e.ce.eq(r.ce), e.ts.eq(r.ts), e.ackreq.eq(r.ackreq),
             e.is_last.eq(r.is_last), e.msn.eq(r.msn), e.imm.eq(r.imm), e.has_imm.eq(r.has_imm),
             e.length.eq(r.length),
-            self.feedback.payload.eq(r),
             tracker.arrive.payload.qp.eq(qp), tracker.arrive.payload.psn.eq(r.psn),
             tracker.arrive.payload.peek.eq(r.kind == PacketKind.PROBE),
             completer.msn_qp.eq(qp),
@@ -212,9 +216,9 @@ class RxTransport(wiring.Component):
                     m.next = "DECIDE"
             with m.State("DECIDE"):
                 fb = outcome == RxOutcome.FEEDBACK
-                room = (~answered | events.w_rdy) & (~fb | self.feedback.ready)
-                m.d.comb += [filt.verdict.valid.eq(room), self.feedback.valid.eq(fb & room
-                                                                                 & filt.verdict.ready),
+                room = (~answered | events.w_rdy) & (~fb | fbq.w_rdy)
+                m.d.comb += [filt.verdict.valid.eq(room),
+                             fbq.w_en.eq(fb & room & filt.verdict.ready),
                              events.w_en.eq(answered & room & filt.verdict.ready)]
                 with m.If(room & filt.verdict.ready):
                     m.d.sync += t.eq(0)

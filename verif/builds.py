@@ -64,7 +64,7 @@ def rx_front(width):
 
 
 #: The receive side's configuration, shared by its tests and the bench.
-RX_CONFIG = dict(planes=2, qps=4, window=256, messages=16, max_frame=4400, timeout=64,
+RX_CONFIG = dict(planes=2, qps=4, window=256, messages=512, max_frame=4400, timeout=64,
                  max_segments=4)
 
 

@@ -211,7 +211,7 @@ class Receiver:
             st.last = view
             self._sack(q, view, st, m=mark)
         elif outcome is O.PROBE:
-            self._sack(q, view, st, pr=1)
+            self._sack(q, view, st, m=mark, pr=1)
         else:
             reason = {O.BEYOND: wire.NackReason.PSN_OOR_WINDOW,
                       O.TRIMMED: wire.NackReason.TRIMMED}.get(outcome, wire.NackReason.UNEXP_EVENT)

@@ -92,7 +92,8 @@ async def nic_receives_and_acknowledges(dut):
 
     # Frames of one port keep their order; before switching ports every frame sent has been
     # judged (the merge serves ports in turn), so the NIC judges them in the order sent.
-    frames = arrivals(rng, ctxs, {"writes": p["writes"], "max_len": p["max_len"]})
+    frames = arrivals(rng, ctxs, {"writes": p["writes"], "max_len": p["max_len"],
+                                  "messages": p["messages"]})
     port = None
     for k, f in enumerate(frames):
         model.receive(f, tc_of(f))
@@ -126,8 +127,14 @@ async def nic_receives_and_acknowledges(dut):
                 diff = "\n".join(_diff(near[0], have)) if near else f"  {have}"
                 raise AssertionError(f"plane {k}, acknowledgement {n} is none of the model's:\n"
                                      f"{diff}")
-    assert interleaving(model.acks, [seen[k] for k in range(P)]) is not None, \
-        "each plane has the model's acknowledgements, but not in the model's order"
+    if interleaving(model.acks, [seen[k] for k in range(P)]) is None:
+        flat = [a for k in seen for a in seen[k]]
+        extra = [a for a in flat if flat.count(a) > model.acks.count(a)]
+        short = [a for a in model.acks if flat.count(a) < model.acks.count(a)]
+        raise AssertionError("each plane has acknowledgements of the model's, but not the "
+                             f"model's in its order: sent more than the model {extra[:3]}, "
+                             f"fewer {short[:3]}; per plane {[len(x) for x in seen.values()]}, "
+                             f"model {len(model.acks)}")
     for k, frames_k in got.items():
         for frame, have in zip(frames_k, seen[k], strict=True):
             q = have["qp"]

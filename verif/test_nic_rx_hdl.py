@@ -9,4 +9,4 @@ from mrcnic.verif import builds, harness
 def test_nic_rx(width):
     harness.run(builds.nic(width), "mrcnic.verif.tb_nic_rx",
                 {"width": width, **builds.NIC_CONFIG, "seed": width + 1, "window": 256,
-                 "messages": 16, "coalesce": 3, "writes": 12, "max_len": 3000}, tag="rx")
+                 "messages": 512, "coalesce": 3, "writes": 12, "max_len": 3000}, tag="rx")
