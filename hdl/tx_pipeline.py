@@ -143,7 +143,7 @@ class TxPipeline(wiring.Component):
         waiting = _Fifo(m, "waiting", data.StructLayout({
             "pkt": packet_descriptor_layout(Q), "static": static_layout()}), 4)
         acks_waiting = _Fifo(m, "acks_waiting", data.StructLayout({
-            "ack": ack_layout(Q), "peer": peer}), 2)
+            "ack": ack_layout(Q), "peer": peer}), 4)
         asked = _Fifo(m, "asked", data.StructLayout({"ack": 1}), 8)
         offered = Signal()                # a request was offered last cycle and not taken...
         offered_ack = Signal()            # ...and it was an acknowledgement's
@@ -185,7 +185,7 @@ class TxPipeline(wiring.Component):
             req.route.plane.eq(grant.plane),
         ]
         ahead = acks_waiting.r_data
-        acks_granted = _Fifo(m, "acks_granted", ackb.req.payload.shape(), 2)
+        acks_granted = _Fifo(m, "acks_granted", ackb.req.payload.shape(), 4)
         areq = acks_granted.layout(acks_granted.f.w_data)
         m.d.comb += [
             areq.ack.eq(ahead.ack), areq.ev.eq(grant.ev), areq.dqp.eq(ahead.peer.dqp),
