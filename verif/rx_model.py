@@ -224,6 +224,20 @@ class Receiver:
         self.acks.append(_ack(kind=0, qp=q, m=int(m), pr=pr, ooo_count=st.ooo_count,
                               rcvd_bytes=st.rcvd_bytes, **view))
 
+    def regions(self) -> dict[int, tuple[int, bytes]]:
+        """Each QP's memory region (start, what it must hold): the model's writes into it, zeros
+        elsewhere."""
+        out = {}
+        for q, c in self.ctx.items():
+            if not c.mr_length:
+                continue
+            want = bytearray(c.mr_length)
+            for va, data in self.writes:
+                if c.mr_va <= va < c.mr_va + c.mr_length:
+                    want[va - c.mr_va:va - c.mr_va + len(data)] = data
+            out[q] = (c.mr_va, bytes(want))
+        return out
+
     def flush(self) -> dict:
         """The SACK each QP still owes once its timeout passes, by QP."""
         out = {}
