@@ -19,6 +19,9 @@ _DATA_HEADERS = (wire.ETHERNET, wire.IPV6, wire.UDP, wire.BTH, wire.METH, wire.T
 HEADER_BYTES = (sum(h.length for h in _DATA_HEADERS),
                 sum(h.length for h in _DATA_HEADERS) + wire.IMMDT.length)
 _IMM = (wire.Opcode.WRITE_LAST_IMM, wire.Opcode.WRITE_ONLY_IMM)
+_ECT0 = 0b10
+_TC_DATA = (wire.DscpClass.DATA_TRIMMABLE << 2) | _ECT0
+_TC_RTX = (wire.DscpClass.DATA_TRIMMABLE_RTX << 2) | _ECT0
 
 
 def build_request_layout(qps):
@@ -43,7 +46,8 @@ class HeaderBuilder(wiring.Component):
     memory, without its ICRC (the ICRC inserter follows).
 
     The EV goes into the UDP source port (high half) and the flow label (low half); the traffic
-    class is the trimmable data DSCP with ECT(0); TSETH carries a free-running timestamp counter.
+    class is the trimmable data DSCP with ECT(0) (trimmable-retransmit, and the BTH rtx bit, for
+    a retransmission); TSETH carries a free-running timestamp counter.
     The payload read is requested as soon as a request arrives (up to ``prefetch`` ahead), so
     header beats hide the memory latency. A read that fails sends nothing: the packet's beats are
     drained and an error completion (MEMORY) leaves instead.
@@ -100,7 +104,8 @@ class HeaderBuilder(wiring.Component):
         pkt = cur.pkt
 
         # The headers of the packet at the head of the queue, in wire order.
-        imm = Signal()
+        imm, rtx = Signal(), Signal()
+        m.d.comb += rtx.eq(pkt.tries != 0)
         m.d.comb += imm.eq((pkt.opcode == _IMM[0]) | (pkt.opcode == _IMM[1]))
         ip_payload = Signal(16)
         m.d.comb += ip_payload.eq(wire.UDP.length + wire.BTH.length + wire.METH.length
@@ -109,14 +114,15 @@ class HeaderBuilder(wiring.Component):
         hdr = Cat(
             header_bytes({"dst": cur.dst_mac, "src": self.src_mac,
                           "ethertype": wire.ETHERTYPE_IPV6}, wire.ETHERNET),
-            header_bytes({"version": 6, "tc": (wire.DscpClass.DATA_TRIMMABLE << 2) | 0b10,
+            header_bytes({"version": 6, "tc": Mux(rtx, _TC_RTX, _TC_DATA),
                           "flow_label": cur.ev[:16], "payload_length": ip_payload,
                           "next_header": wire.IPPROTO_UDP, "hop_limit": 64,
                           "src": self.src_ip, "dst": cur.dst_ip}, wire.IPV6),
             header_bytes({"sport": cur.ev[16:], "dport": wire.ROCE_UDP_PORT,
                           "length": ip_payload}, wire.UDP),
             header_bytes({"opcode": pkt.opcode, "pkey": 0xFFFF, "dqp": cur.dqp,
-                          "ackreq": pkt.last, "tsh": 1, "psn": pkt.psn}, wire.BTH),
+                          "ackreq": pkt.last, "rtx": rtx, "tsh": 1, "psn": pkt.psn},
+                         wire.BTH),
             header_bytes({"msn": pkt.msn}, wire.METH),
             header_bytes({"tx_timestamp": self.timestamp}, wire.TSETH),
             header_bytes({"va": pkt.va, "rkey": pkt.rkey, "dma_length": pkt.dma_length},
@@ -149,7 +155,7 @@ class HeaderBuilder(wiring.Component):
 
         beat = Signal(range(hdr_beats + 1))
         leftover = Signal(range(L + 1))
-        tc = (wire.DscpClass.DATA_TRIMMABLE << 2) | 0b10
+        tc = Mux(rtx, _TC_RTX, _TC_DATA)      # the outer header carries the same class
         m.d.comb += [
             self.frame.payload.ev.eq(cur.ev), self.frame.payload.route.eq(cur.route),
             self.frame.payload.tc.eq(tc),

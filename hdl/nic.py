@@ -1,21 +1,22 @@
 """The NIC: the register bank and the datapath (TX and RX) it configures and observes."""
 
-from amaranth import Module, Signal, Value
+from amaranth import Cat, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.regmap import MAX_PLANES, TX_ERROR_REASONS, by_name
+from mrcnic.regmap import MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
 
 from .csr_bus import CSRBus
 from .host_memory import MemReadPort, MemWritePort
 from .plane_demux import plane_members
 from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
+from .retransmit_tracker import RelMode, RetransmitTracker
 from .rx_event import completion_layout as rx_completion_layout
 from .rx_pipeline import RxPipeline, rx_counter_names
 from .segmenter import completion_layout, work_request_layout
 from .spray_scheduler import EvState, LoadOp
-from .stream import PacketStream
+from .stream import PacketStream, RecordMerge
 from .tx_pipeline import TxPipeline
 
 __all__ = ["Nic"]
@@ -36,28 +37,29 @@ def _staged(m, bank, block, target, rename=None):
 
 
 class Nic(wiring.Component):
-    """The NIC's register bank joined to its TX and RX pipelines.
+    """The NIC's register bank joined to its TX and RX pipelines and the reliability engine
+    between them.
 
     Management reaches the datapath only through the CSR bus (docs/registers.md): the enable
     (``global.control``), QP contexts
     (``qp.*``), EV profiles and their states (``ev.*``), uSID templates (``tpl.*``), this NIC's
-    addresses and the planes it may use (``tx.*``), the acknowledgement policy (``rx.*``); the
-    TX and RX counters read back there too. The receive side's SACKs and NACKs leave through
-    the TX pipeline.
+    addresses and the planes it may use (``tx.*``), the acknowledgement policy (``rx.*``), the
+    recovery mode and timers (``rel.*``); the counters read back there too. The receive side's
+    SACKs and NACKs leave through the TX pipeline; the SACKs and NACKs it receives go to the
+    retransmit tracker, which completes work requests, sends packets again and sets EV states.
 
     Parameters
     ----------
     width, qps, evs, planes, spines, templates, max_usids, backups : as :class:`TxPipeline`.
     window, messages, max_frame, rx_timeout, max_segments : as :class:`RxPipeline` (its
-        ``timeout`` is ``rx_timeout``).
+        ``timeout`` is ``rx_timeout``); ``window`` is the send window too.
 
     Attributes
     ----------
     bus : In(CSRBus())
-    wr : In(work requests);  cpl : Out(error completions);  mem : Out(MemReadPort(width))
-    ev_update : In(stream)
-        EV state changes from the reliability engine (never DENIED; ``ev.set_state`` wins a
-        cycle in which both arrive).
+    wr : In(work requests);  mem : Out(MemReadPort(width))
+    cpl : Out(completions): OK once a request's last packet is acknowledged (or, with rel.mode
+        OFF, sent), or the error that stopped it.
     port_ready : In(planes), each plane's port
     plane0 .. plane<N-1> : Out(PacketStream(width))
     rx_plane0 .. rx_plane<N-1> : In(PacketStream(width)), what each port receives
@@ -74,7 +76,7 @@ class Nic(wiring.Component):
             raise ValueError(f"max_usids must be at most {by_name('tpl.count').max_value}")
         # The register map states these limits in its own words: they must be the enums'.
         for path, enum in (("qp.state", QpState), ("qp.mode", SrMode), ("ev.load", LoadOp),
-                           ("ev.set_state", EvState)):
+                           ("ev.set_state", EvState), ("rel.mode", RelMode)):
             top = max(e.value for e in enum)
             if by_name(path).max_value != top:
                 raise ValueError(f"register {path} accepts up to {by_name(path).max_value}, "
@@ -84,6 +86,7 @@ class Nic(wiring.Component):
         self._tx = TxPipeline(**self._params)
         self._rx = RxPipeline(width, planes, qps, window, messages, max_frame, rx_timeout,
                               max_segments)
+        self._rel = RetransmitTracker(qps, evs, planes, window)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
@@ -92,13 +95,11 @@ class Nic(wiring.Component):
             limits={"qp.write": qps - 1, "ev.qp": qps - 1, "ev.index": evs - 1,
                     "tpl.write": templates - 1, "qp.template": templates - 1,
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1})
-        update = self._tx.signature.members["ev_update"].signature.members["payload"].shape
         members = {
             "bus": In(CSRBus()),
             "wr": In(stream.Signature(work_request_layout())),
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "mem": Out(MemReadPort(width)),
-            "ev_update": In(stream.Signature(update)),
             "port_ready": In(planes),
             **{f"rx_plane{p}": In(PacketStream(width)) for p in range(planes)},
             "rx_mem": Out(MemWritePort(width)),
@@ -113,6 +114,7 @@ class Nic(wiring.Component):
         m.submodules.bank = bank = self._bank
         m.submodules.tx = tx = self._tx
         m.submodules.rx = rx = self._rx
+        m.submodules.rel = rel = self._rel
         planes = self._params["planes"]
         flip = wiring.flipped
 
@@ -125,7 +127,11 @@ class Nic(wiring.Component):
         src_mac, src_ip = Signal(48), Signal(128)
         with m.If(~enabled):
             m.d.sync += [src_mac.eq(bank.tx_src_mac), src_ip.eq(bank.tx_src_ip)]
-        wiring.connect(m, tx.cpl, flip(self.cpl))
+        # Completions: the tracker's (OK) and the TX side's errors share one stream.
+        m.submodules.cpl_merge = cpls = RecordMerge(self.cpl.payload.shape(), 2)
+        wiring.connect(m, rel.cpl, cpls.i0)
+        wiring.connect(m, tx.cpl, cpls.i1)
+        wiring.connect(m, cpls.o, flip(self.cpl))
         wiring.connect(m, tx.mem, flip(self.mem))
         for p in range(planes):
             wiring.connect(m, getattr(tx, f"plane{p}"), flip(getattr(self, f"plane{p}")))
@@ -138,30 +144,45 @@ class Nic(wiring.Component):
         ctx = tx.ctx_write.payload
         _staged(m, bank, "qp", ctx.static)
         _staged(m, bank, "qp", ctx.seq)
-        # ...and its receive side starts again from qp.rx_psn / qp.rx_msn: both take it at once.
+        # ...its receive side starts again from qp.rx_psn / qp.rx_msn, and its sender's
+        # tracker from qp.next_psn with nothing in flight: all take it at once.
         init = rx.init.payload
         m.d.comb += [
             ctx.qp.eq(bank.qp_write.payload), init.qp.eq(bank.qp_write.payload),
             init.psn.eq(bank.qp_rx_psn), init.msn.eq(bank.qp_rx_msn),
-            tx.ctx_write.valid.eq(bank.qp_write.valid & rx.init.ready),
-            rx.init.valid.eq(bank.qp_write.valid & tx.ctx_write.ready),
-            bank.qp_write.ready.eq(tx.ctx_write.ready & rx.init.ready),
+            rel.init.payload.qp.eq(bank.qp_write.payload),
+            rel.init.payload.psn.eq(ctx.seq.next_psn),
         ]
+        takers = (tx.ctx_write, rx.init, rel.init)
+        for t in takers:
+            m.d.comb += t.valid.eq(bank.qp_write.valid
+                                   & Cat(*[o.ready for o in takers if o is not t]).all())
+        m.d.comb += bank.qp_write.ready.eq(Cat(*[t.ready for t in takers]).all())
 
         # The receive side: each port's frames in, data to host memory, completions out, its
         # QP context read from the TX side's, its acknowledgements out through the TX side.
-        # SACK, NACK and endpoint packets are counted (rx.outcome_feedback) and go no further
-        # until a reliability engine takes them.
+        # SACK, NACK and endpoint packets go to the retransmit tracker.
         for p in range(planes):
             wiring.connect(m, flip(getattr(self, f"rx_plane{p}")), getattr(rx, f"plane{p}"))
         wiring.connect(m, rx.mem, flip(self.rx_mem))
         wiring.connect(m, rx.cpl, flip(self.rx_cpl))
         wiring.connect(m, rx.ack, tx.ack)
         m.d.comb += [tx.rx_ctx_addr.eq(rx.ctx_addr), rx.ctx.eq(tx.rx_ctx),
-                     rx.feedback.ready.eq(1),
                      rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout)]
         for name in rx_counter_names():
             m.d.comb += getattr(bank, f"rx_{name}").eq(getattr(rx, name))
+
+        # The reliability engine: it records what the TX side sends, hears the feedback, sends
+        # packets again and opens each QP's window.
+        wiring.connect(m, rx.feedback, rel.feedback)
+        wiring.connect(m, rel.retransmit, tx.rtx)
+        wiring.connect(m, tx.sent, rel.sent)
+        m.d.comb += [rel.now.eq(tx.timestamp), rel.gate_qp.eq(tx.gate_qp),
+                     rel.gate_psn.eq(tx.gate_psn), tx.gate_open.eq(rel.gate_open),
+                     rel.mode.as_value().eq(bank.rel_mode), rel.reorder.eq(bank.rel_reorder),
+                     rel.rto_min.eq(bank.rel_rto_min), rel.rto_max.eq(bank.rel_rto_max)]
+        for name in REL_COUNTERS:
+            m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, name))
 
         # ev.load: an entry, a spare or a clear of the staged QP's profile.
         ld = tx.ev_load.payload
@@ -176,9 +197,10 @@ class Nic(wiring.Component):
                          up.state.eq(bank.ev_set_state.payload), up.management.eq(1),
                          tx.ev_update.valid.eq(1), bank.ev_set_state.ready.eq(tx.ev_update.ready)]
         with m.Else():
-            m.d.comb += [up.eq(self.ev_update.payload), up.management.eq(0),
-                         tx.ev_update.valid.eq(self.ev_update.valid),
-                         self.ev_update.ready.eq(tx.ev_update.ready)]
+            r = rel.ev_update.payload
+            m.d.comb += [up.qp.eq(r.qp), up.index.eq(r.index), up.state.eq(r.state),
+                         up.management.eq(0), tx.ev_update.valid.eq(rel.ev_update.valid),
+                         rel.ev_update.ready.eq(tx.ev_update.ready)]
 
         # tpl.write: the staged tpl.* fields become that template.
         tpl = tx.template_write.payload

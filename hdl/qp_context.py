@@ -5,8 +5,12 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["QpState", "SrMode", "MTU_CODES", "static_layout", "seq_layout",
+__all__ = ["QpState", "SrMode", "MTU_CODES", "READ_PORTS", "static_layout", "seq_layout",
            "context_write_layout", "QpContext"]
+
+#: the static part's read ports besides the segmenter's: the receive side, the
+#: acknowledgements and the retransmissions each read their QP's context here
+READ_PORTS = ("rx", "ack", "rtx")
 
 #: mtu field value -> bytes
 MTU_CODES = {0: 256, 1: 512, 2: 1024, 3: 2048, 4: 4096}
@@ -60,6 +64,7 @@ class QpContext(wiring.Component):
     rd_addr : In(range(qps)); rd_static, rd_seq : Out, the context of ``rd_addr`` a cycle later.
     rx_addr : In(range(qps)); rx_static : Out, the receive side's read of the static part.
     ack_addr : In(range(qps)); ack_static : Out, the acknowledgements' read of it.
+    rtx_addr : In(range(qps)); rtx_static : Out, the retransmissions' read of it.
     wb : In(stream {qp, seq}), always ready
         The segmenter's write-back of the sequence part.
     """
@@ -73,10 +78,8 @@ class QpContext(wiring.Component):
             "rd_addr": In(range(qps)),
             "rd_static": Out(static_layout()),
             "rd_seq": Out(seq_layout()),
-            "rx_addr": In(range(qps)),
-            "rx_static": Out(static_layout()),
-            "ack_addr": In(range(qps)),
-            "ack_static": Out(static_layout()),
+            **{f"{name}_{kind}": port for name in READ_PORTS
+               for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
             "wb": In(stream.Signature(data.StructLayout({"qp": range(qps), "seq": seq_layout()}),
                                       always_ready=True)),
         })
@@ -90,7 +93,7 @@ class QpContext(wiring.Component):
         m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[])
         m.submodules.seq = seq = Memory(shape=seq_layout(), depth=self._qps, init=[])
         s_rd, q_rd = static.read_port(), seq.read_port()
-        for name in ("rx", "ack"):
+        for name in READ_PORTS:
             port = static.read_port()
             m.d.comb += [port.addr.eq(getattr(self, f"{name}_addr")),
                          getattr(self, f"{name}_static").eq(port.data)]

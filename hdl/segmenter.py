@@ -6,12 +6,13 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
 
-from .qp_context import QpContext, QpState, context_write_layout, seq_layout, static_layout
+from .qp_context import READ_PORTS, QpContext, QpState, context_write_layout, seq_layout, static_layout
 
 __all__ = ["WrOpcode", "WrStatus", "work_request_layout", "packet_descriptor_layout",
-           "completion_layout", "Segmenter", "MAX_MESSAGE"]
+           "completion_layout", "Segmenter", "MAX_MESSAGE", "MAX_TRIES"]
 
 MAX_MESSAGE = 1 << 31     # 2 GiB
+MAX_TRIES = 7             # a packet's try count saturates here (it is 3 bits)
 
 
 class WrOpcode(enum.Enum, shape=1):
@@ -42,6 +43,7 @@ def packet_descriptor_layout(qps):
     return data.StructLayout({
         "wr_id": 16, "qp": range(qps), "opcode": 8, "psn": 24, "msn": 16, "va": 64,
         "laddr": 64, "length": 13, "dma_length": 32, "rkey": 32, "imm": 32, "last": 1,
+        "tries": range(MAX_TRIES + 1),   # 0 the first time; a retransmission counts its try
     })
 
 
@@ -65,9 +67,9 @@ class Segmenter(wiring.Component):
     cpl : Out(stream completion_layout): error completions.
     ctx_write : In(stream {qp, static, seq}): management writes of a QP's context.
     pkt_static : Out(static_layout()): the context of the QP of ``pkt``, valid with it.
-    rx_addr, ack_addr : In(range(qps)); rx_static, ack_static : Out(static_layout()), the
-        context's other read ports (a cycle of latency), for the receive side and the
-        acknowledgements.
+    rx_addr, ack_addr, rtx_addr : In(range(qps)); rx_static, ack_static, rtx_static :
+        Out(static_layout()), the context's other read ports (a cycle of latency), for the
+        receive side, the acknowledgements and the retransmissions.
     requests, errors : Out(32): work requests taken, and refused.
     """
 
@@ -82,8 +84,8 @@ class Segmenter(wiring.Component):
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "ctx_write": In(stream.Signature(context_write_layout(qps))),
             "pkt_static": Out(static_layout()),
-            "rx_addr": In(range(qps)), "rx_static": Out(static_layout()),
-            "ack_addr": In(range(qps)), "ack_static": Out(static_layout()),
+            **{f"{name}_{kind}": port for name in READ_PORTS
+               for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
             "requests": Out(32),
             "errors": Out(32),
         })
@@ -92,7 +94,7 @@ class Segmenter(wiring.Component):
         m = Module()
         m.submodules.ctx = ctx = self._ctx
         wiring.connect(m, wiring.flipped(self.ctx_write), ctx.write)
-        for name in ("rx", "ack"):
+        for name in READ_PORTS:
             m.d.comb += [getattr(ctx, f"{name}_addr").eq(getattr(self, f"{name}_addr")),
                          getattr(self, f"{name}_static").eq(getattr(ctx, f"{name}_static"))]
 

@@ -49,8 +49,9 @@ class SprayScheduler(wiring.Component):
 
     Attributes
     ----------
-    request : In(stream {qp})
-        A packet of ``qp`` wants an EV.
+    request : In(stream {qp, retry, avoid})
+        A packet of ``qp`` wants an EV; with ``retry``, not entry ``avoid`` (the one that lost
+        it) unless no other is usable.
     grant : Out(stream {qp, index, plane, ev})
         The EV chosen, with its index in the profile and its plane.
     port_ready : In(planes)
@@ -81,7 +82,8 @@ class SprayScheduler(wiring.Component):
         qp_shape = range(qps)
         idx_shape = range(evs)
         super().__init__({
-            "request": In(stream.Signature(data.StructLayout({"qp": qp_shape}))),
+            "request": In(stream.Signature(data.StructLayout({
+                "qp": qp_shape, "retry": 1, "avoid": idx_shape}))),
             "grant": Out(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "plane": range(planes), "ev": 32}))),
             "port_ready": In(planes),
@@ -127,13 +129,23 @@ class SprayScheduler(wiring.Component):
         # Each (QP, plane) sprays in rounds: an EV used this round waits until every other
         # eligible EV of its plane has had its turn, so traffic spreads evenly however the good
         # EVs are scattered; within a round the order is pseudo-random.
-        eligible = Signal(E)
-        unused = Signal(E)
+        open_now = Signal(E)          # GOOD and not skipped
+        used_now = Signal(E)
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
-                    m.d.comb += [eligible.eq(good[q] & ~skip_now[q]),
-                                 unused.eq(good[q] & ~skip_now[q] & ~used[q])]
+                    m.d.comb += [open_now.eq(good[q] & ~skip_now[q]), used_now.eq(used[q])]
+        # A retry leaves out the entry that lost the packet, if a ready plane has another.
+        avoid = Signal(E)
+        m.d.comb += avoid.eq(Mux(self.request.payload.retry,
+                                 (Const(1, E) << self.request.payload.avoid)[:E], 0))
+        others = open_now & ~avoid
+        others_ready = (Cat(*[Cat(*[others[i] for i in range(p, E, P)]).any()
+                              for p in range(P)]) & self.port_ready).any()
+        eligible = Signal(E)
+        unused = Signal(E)
+        m.d.comb += [eligible.eq(Mux(others_ready, others, open_now)),
+                     unused.eq(eligible & ~used_now)]
         plane_bits = [Signal(per_plane, name=f"plane{p}_bits") for p in range(P)]
         renew = Signal(P)            # plane p's round is over: all its eligible EVs are open again
         for p in range(P):

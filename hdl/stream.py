@@ -10,6 +10,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["check_width", "packet_layout", "PacketStream", "PacketRegSlice", "PacketFIFO",
+           "RecordMerge",
            "keep_count", "keep_mask"]
 
 
@@ -99,4 +100,43 @@ class PacketFIFO(wiring.Component):
             self.o.payload.eq(f.r_data), self.o.valid.eq(f.r_rdy), f.r_en.eq(self.o.ready),
             self.level.eq(f.level),
         ]
+        return m
+
+
+class RecordMerge(wiring.Component):
+    """Merges streams of one record layout into one: the lowest-numbered input offering wins,
+    and a record offered and not yet taken stays offered (no change under ``valid``).
+
+    Parameters
+    ----------
+    layout : the records' layout;  n : inputs.
+
+    Attributes
+    ----------
+    i0 .. i<n-1> : In(stream layout);  o : Out(stream layout)
+    """
+
+    def __init__(self, layout, n=2):
+        if not isinstance(n, int) or n < 2:
+            raise ValueError(f"a merge needs at least two inputs, not {n!r}")
+        self._n = n
+        super().__init__({**{f"i{k}": In(stream.Signature(layout)) for k in range(n)},
+                          "o": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        ins = [getattr(self, f"i{k}") for k in range(self._n)]
+        held = Signal()                       # offered last cycle, not taken: keep the choice
+        held_k = Signal(range(self._n))
+        pick = Signal(range(self._n))
+        for k in reversed(range(self._n)):    # the lowest valid input, assigned last, wins
+            with m.If(ins[k].valid):
+                m.d.comb += pick.eq(k)
+        with m.If(held):
+            m.d.comb += pick.eq(held_k)
+        for k, i in enumerate(ins):
+            with m.If(pick == k):
+                m.d.comb += [self.o.payload.eq(i.payload), self.o.valid.eq(i.valid),
+                             i.ready.eq(self.o.ready)]
+        m.d.sync += [held.eq(self.o.valid & ~self.o.ready), held_k.eq(pick)]
         return m

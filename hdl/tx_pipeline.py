@@ -13,6 +13,7 @@ from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_members
 from .qp_context import SrMode, context_write_layout, static_layout
+from .retransmit_tracker import retransmit_layout, sent_layout
 from .rx_event import ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import SprayScheduler
@@ -41,6 +42,11 @@ class TxPipeline(wiring.Component):
     kept even), is framed by the acknowledgement builder and then takes the data's way through
     the ICRC inserter and the encapsulator. Frames leave in the order their EVs were granted.
 
+    Retransmissions (``rtx``) come next, ahead of new packets: each has its QP's context read,
+    asks for an EV other than the one that lost it, and is built again from host memory. A new
+    packet waits until the reliability engine opens its QP's window (``gate_*``). Every data
+    packet granted an EV is reported on ``sent``.
+
     Parameters
     ----------
     width, qps, evs (largest EV profile), planes, spines, templates, max_usids, backups.
@@ -51,6 +57,10 @@ class TxPipeline(wiring.Component):
     mem : Out(MemReadPort(width))
     ctx_write, ev_load, ev_update, template_write : management and reliability-engine ports
     ack : In(stream ack_layout(qps)), from the receive side
+    rtx : In(stream retransmit_layout(qps, evs)), packets to send again
+    sent : Out(stream sent_layout(qps, evs)), always ready: each data packet as granted its EV
+    gate_qp, gate_psn : Out, the next new packet's QP and PSN; gate_open : In, it may go
+    timestamp : Out(16), the counter TSETH carries
     rx_ctx_addr : In(range(qps));  rx_ctx : Out(static_layout()), the QP context's read port
         for the receive side (a cycle of latency)
     src_mac, src_ip : In, this NIC's addresses;  port_ready : In(planes)
@@ -86,6 +96,10 @@ class TxPipeline(wiring.Component):
                 spray_sig["update"].signature.members["payload"].shape)),
             "template_write": In(stream.Signature(template_layout(templates, max_usids))),
             "ack": In(stream.Signature(ack_layout(qps))),
+            "rtx": In(stream.Signature(retransmit_layout(qps, evs))),
+            "sent": Out(stream.Signature(sent_layout(qps, evs), always_ready=True)),
+            "gate_qp": Out(range(qps)), "gate_psn": Out(24), "gate_open": In(1),
+            "timestamp": Out(16),
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
             "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
@@ -117,7 +131,7 @@ class TxPipeline(wiring.Component):
             seg.rx_addr.eq(self.rx_ctx_addr), self.rx_ctx.eq(seg.rx_static),
             srv6.src_ip.eq(self.src_ip), spray.port_ready.eq(self.port_ready),
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
-            self.ev_replaced.eq(spray.replaced),
+            self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
         ]
         for p in range(self._planes):
             wiring.connect(m, getattr(demux, f"plane{p}"), flip(getattr(self, f"plane{p}")))
@@ -137,9 +151,20 @@ class TxPipeline(wiring.Component):
         with m.If(ack_state == 1):
             m.d.sync += ack_state.eq(2)
 
+        # A retransmission, likewise, has its QP's context read first.
+        rtx = Signal(self.rtx.payload.shape())
+        rtx_state = Signal(2)             # 0 empty, 1 context being read, 2 ready to ask
+        m.d.comb += [self.rtx.ready.eq(rtx_state == 0),
+                     seg.rtx_addr.eq(Mux(rtx_state == 0, self.rtx.payload.pkt.qp, rtx.pkt.qp))]
+        with m.If(self.rtx.valid & self.rtx.ready):
+            m.d.sync += [rtx.eq(self.rtx.payload), rtx_state.eq(1)]
+        with m.If(rtx_state == 1):
+            m.d.sync += rtx_state.eq(2)
+
         # Each descriptor or acknowledgement asks the spray scheduler for an EV and waits for
         # it, in order; ``asked`` remembers which kind each request was. An acknowledgement
-        # goes first, but a request offered and not yet taken stays offered.
+        # goes first, then a retransmission, then a new packet whose window is open; a request
+        # offered and not yet taken stays offered.
         waiting = _Fifo(m, "waiting", data.StructLayout({
             "pkt": packet_descriptor_layout(Q), "static": static_layout()}), 4)
         acks_waiting = _Fifo(m, "acks_waiting", data.StructLayout({
@@ -147,23 +172,37 @@ class TxPipeline(wiring.Component):
         asked = _Fifo(m, "asked", data.StructLayout({"ack": 1}), 8)
         offered = Signal()                # a request was offered last cycle and not taken...
         offered_ack = Signal()            # ...and it was an acknowledgement's
-        ack_asks = Signal()
-        m.d.comb += ack_asks.eq(Mux(offered, offered_ack, ack_state == 2))
+        offered_rtx = Signal()            # ...or a retransmission's
+        ack_asks, rtx_asks = Signal(), Signal()
+        m.d.comb += [
+            ack_asks.eq(Mux(offered, offered_ack, ack_state == 2)),
+            rtx_asks.eq(Mux(offered, offered_rtx, (ack_state != 2) & (rtx_state == 2))),
+            self.gate_qp.eq(seg.pkt.payload.qp), self.gate_psn.eq(seg.pkt.payload.psn),
+        ]
+        new_asks = ~ack_asks & ~rtx_asks
         room = asked.f.w_rdy & Mux(ack_asks, acks_waiting.f.w_rdy, waiting.f.w_rdy)
-        req_valid = Mux(ack_asks, 1, seg.pkt.valid) & room
+        req_valid = Mux(new_asks, seg.pkt.valid & self.gate_open, 1) & room
         took = req_valid & spray.request.ready
         m.d.comb += [
-            spray.request.payload.qp.eq(Mux(ack_asks, ack.qp, seg.pkt.payload.qp)),
+            spray.request.payload.qp.eq(Mux(ack_asks, ack.qp,
+                                            Mux(rtx_asks, rtx.pkt.qp, seg.pkt.payload.qp))),
+            spray.request.payload.retry.eq(rtx_asks), spray.request.payload.avoid.eq(rtx.avoid),
             spray.request.valid.eq(req_valid),
-            seg.pkt.ready.eq(~ack_asks & room & spray.request.ready),
+            seg.pkt.ready.eq(new_asks & self.gate_open & room & spray.request.ready),
             asked.f.w_en.eq(took), asked.f.w_data.eq(ack_asks),
             waiting.f.w_en.eq(took & ~ack_asks), acks_waiting.f.w_en.eq(took & ack_asks),
         ]
-        m.d.sync += [offered.eq(req_valid & ~spray.request.ready), offered_ack.eq(ack_asks)]
+        m.d.sync += [offered.eq(req_valid & ~spray.request.ready), offered_ack.eq(ack_asks),
+                     offered_rtx.eq(rtx_asks)]
         with m.If(took & ack_asks):
             m.d.sync += ack_state.eq(0)
+        with m.If(took & rtx_asks):
+            m.d.sync += rtx_state.eq(0)
         w = waiting.layout(waiting.f.w_data)
-        m.d.comb += [w.pkt.eq(seg.pkt.payload), w.static.eq(seg.pkt_static)]
+        with m.If(rtx_asks):
+            m.d.comb += [w.pkt.eq(rtx.pkt), w.static.eq(seg.rtx_static)]
+        with m.Else():
+            m.d.comb += [w.pkt.eq(seg.pkt.payload), w.static.eq(seg.pkt_static)]
         aw = acks_waiting.layout(acks_waiting.f.w_data)
         m.d.comb += aw.ack.eq(ack)
         for name, _ in peer:
@@ -201,6 +240,9 @@ class TxPipeline(wiring.Component):
             ackb.req.payload.eq(acks_granted.r_data), ackb.req.valid.eq(acks_granted.f.r_rdy),
             acks_granted.f.r_en.eq(ackb.req.valid & ackb.req.ready),
         ]
+        m.d.comb += [self.sent.valid.eq(build.req.valid & build.req.ready),
+                     self.sent.payload.pkt.eq(head.pkt), self.sent.payload.index.eq(grant.index),
+                     self.sent.payload.ev.eq(grant.ev)]
         granted = Signal()
         m.d.comb += [
             granted.eq((build.req.valid & build.req.ready) | ack_granted),

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 
 from .evmap import EvLayout, UsidTemplate
 from .hdl.qp_context import MTU_CODES, QpState, SrMode
+from .hdl.retransmit_tracker import RelMode
 from .hdl.spray_scheduler import EvState, LoadOp
 from .regclient import Program, RegisterError, command, read, write
 from .regmap import BUS_ERRORS, MRCNIC_ID, REGISTERS, TX_ERROR_REASONS, Access
 
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "write_template", "configure_qp",
            "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
-           "mac_int", "ip_int"]
+           "set_reliability", "rel_counters", "mac_int", "ip_int"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -245,6 +246,38 @@ def set_ack_policy(coalesce: int, timeout_cycles: int) -> Program:
         raise RegisterError(f"the ACK timeout must be 1 .. 2^32 - 1 cycles, not {timeout_cycles!r}")
     yield from write("rx.coalesce", coalesce)
     yield from write("rx.ack_timeout", timeout_cycles)
+
+
+def rel_counters() -> Program:
+    """Every counter of the reliability engine, by its register name without ``rel.``."""
+    out = {}
+    for reg in REGISTERS:
+        if reg.block == "rel" and reg.access is Access.RO:
+            out[reg.name] = yield from read(f"rel.{reg.name}")
+    return out
+
+
+@_refusals_checked
+def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = None,
+                    rto_min: int | None = None, rto_max: int | None = None) -> Program:
+    """How lost packets are recovered (:class:`RelMode`), the SACK reorder threshold in PSNs
+    and the RTO bounds in cycles; a bound or threshold left ``None`` stays as it is."""
+    try:
+        mode = RelMode(mode)
+    except ValueError:
+        raise RegisterError(f"mode must be one of {[m.name for m in RelMode]}, not {mode!r}") \
+            from None
+    for what, v in (("reorder", reorder), ("rto_min", rto_min), ("rto_max", rto_max)):
+        if v is not None and (not isinstance(v, int) or not (0 if what == "reorder" else 1)
+                              <= v < 1 << 16):
+            raise RegisterError(f"{what} must be {'0' if what == 'reorder' else '1'} .. 65535, "
+                                f"not {v!r}")
+    if rto_min is not None and rto_max is not None and rto_min > rto_max:
+        raise RegisterError(f"rto_min ({rto_min}) is above rto_max ({rto_max})")
+    yield from write("rel.mode", mode.value)
+    for what, v in (("reorder", reorder), ("rto_min", rto_min), ("rto_max", rto_max)):
+        if v is not None:
+            yield from write(f"rel.{what}", v)
 
 
 def tx_counters() -> Program:

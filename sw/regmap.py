@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
-           "TX_ERROR_REASONS", "commands"]
+           "TX_ERROR_REASONS", "REL_COUNTERS", "commands"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0001  # major.minor in the two halves
@@ -133,6 +133,44 @@ def _rx_registers():
         _r("rx", "ack_timeout", 0x6C4, 32, "RW", 1024,
            "Cycles after which a QP's unacknowledged arrivals get a SACK anyway."),
     ]
+    return regs
+
+
+#: What the sender's reliability engine counts, in the order the gateware numbers them
+#: (hdl/retransmit_tracker.py has an output for each).
+REL_COUNTERS = {
+    "rtx_sack": "packets retransmitted because SACKs showed them missing",
+    "rtx_trim": "packets retransmitted because the peer NACKed them TRIMMED",
+    "rtx_timeout": "packets retransmitted because their QP made no progress for its RTO",
+    "ev_skip": "EVs set SKIP (a SACK with m = SKIP_ONCE, a NACK TRIMMED)",
+    "ev_bad": "EVs set ASSUMED_BAD (a SACK with m = ALWAYS_SKIP, a timeout)",
+    "acked": "packets cumulatively acknowledged",
+    "completions": "work requests completed",
+    "stale": "SACKs and NACKs about what was already acknowledged (ignored)",
+    "invalid": "SACKs and NACKs ignored as impossible: an unknown QP, a PSN never sent",
+    "other": "feedback with nothing for the sender (ACK, endpoint, other NACK reasons; all "
+             "feedback when rel.mode is OFF)",
+}
+
+
+def _rel_registers():
+    regs = [
+        _r("rel", "mode", 0x700, 2, "RW", 0,
+           "How lost packets are recovered: 0 SELECTIVE (MRC: only what the SACKs show "
+           "missing), 1 GO_BACK_N (plain RoCE: everything from the first loss), 2 OFF (nothing "
+           "is retransmitted; a packet counts as acknowledged once sent).", limit=2),
+        _r("rel", "reorder", 0x704, 16, "RW", 8,
+           "A packet is retransmitted as a SACK hole once a packet this many PSNs above it has "
+           "arrived."),
+        _r("rel", "rto_min", 0x708, 16, "RW", 1024,
+           "Shortest retransmission timeout, in cycles (the RTO is srtt + 4 rttvar within "
+           "rel.rto_min .. rel.rto_max)."),
+        _r("rel", "rto_max", 0x70C, 16, "RW", 16384,
+           "Longest retransmission timeout, in cycles; also the RTO before a QP's first RTT "
+           "sample. Keep it below 32768: times are 16-bit."),
+    ]
+    regs += [_r("rel", name, 0x740 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+             for i, (name, doc) in enumerate(REL_COUNTERS.items())]
     return regs
 
 
@@ -249,7 +287,7 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
-    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(),
+    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(),
 )
 
 

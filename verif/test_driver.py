@@ -5,6 +5,7 @@ import pytest
 
 from mrcnic import driver, regmap
 from mrcnic.evmap import EvLayout, UsidTemplate
+from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.regclient import RegisterClient, RegisterError
 from mrcnic.verif.test_regmap import FakeBus
 
@@ -126,3 +127,29 @@ def test_qp_and_template_land_in_their_registers():
     with pytest.raises(RegisterError, match="at most 2"):
         _, small = nic(max_usids=2)
         small.run(driver.write_template(0, UsidTemplate(0xFCBB, (1, 2, 3), spine_index=0)))
+
+
+def test_reliability_settings_land_in_their_registers():
+    bus, c = nic()
+    c.run(driver.set_reliability(RelMode.GO_BACK_N, reorder=3, rto_min=500, rto_max=9000))
+    written = {regmap.by_offset(o).path: v for o, v in bus.writes}
+    assert written == {"rel.mode": RelMode.GO_BACK_N.value, "rel.reorder": 3,
+                       "rel.rto_min": 500, "rel.rto_max": 9000}
+    bus.writes.clear()
+    c.run(driver.set_reliability(RelMode.OFF))
+    assert [(regmap.by_offset(o).path, v) for o, v in bus.writes] == [
+        ("rel.mode", RelMode.OFF.value)]
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(mode=7), "mode must be one of"),
+    (dict(reorder=-1), "reorder must be 0"),
+    (dict(rto_min=0), "rto_min must be 1"),
+    (dict(rto_max=49153), "rto_max must be 1"),
+    (dict(rto_min=900, rto_max=800), "above rto_max"),
+])
+def test_bad_reliability_settings_are_refused_before_any_write(kw, match):
+    bus, c = nic()
+    with pytest.raises(RegisterError, match=match):
+        c.run(driver.set_reliability(**kw))
+    assert not [o for o, _ in bus.writes if regmap.by_offset(o).block == "rel"]

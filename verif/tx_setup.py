@@ -15,6 +15,7 @@ from mrcnic import driver
 from mrcnic import layers as L
 from mrcnic.evmap import EvLayout, UsidTemplate, ev_split
 from mrcnic.hdl.qp_context import MTU_CODES, QpState, SrMode
+from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.regclient import AsyncRegisterClient
 from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.packets import encapsulate
@@ -42,12 +43,14 @@ class TxConfig:
 
 
 async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), latency=(2, 10),
-                    gap=0.1, receive=None, states=None) -> TxConfig:
+                    gap=0.1, receive=None, states=None, reliability=None) -> TxConfig:
     """Resets the NIC and sets it up the way a host does, through its registers with the
     driver: addresses, uSID templates, QP contexts and EV profiles (``p`` holds the build
     parameters). ``receive`` ({qp: RxQp}) gives QPs their receive side (memory region, first
     PSN and MSN expected), mapped in host memory behind the NIC's write port too; ``states``
-    ({qp: QpState}) overrides a QP's state."""
+    ({qp: QpState}) overrides a QP's state. ``reliability`` ({mode, reorder, rto_min,
+    rto_max}, as :func:`driver.set_reliability`) sets the reliability engine; without it, it
+    is OFF, as no peer answers what these tests send."""
     Q, E, P, S, T = (p[k] for k in ("qps", "evs", "planes", "spines", "templates"))
     layout = EvLayout(P, S)
     await setup(dut)
@@ -92,6 +95,7 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
         evs = [layout.make(i % P, rng.randrange(S), rng.getrandbits(32)) for i in range(E)]
         rng.shuffle(evs)
         cfg.profiles[q] = await regs.run(driver.load_ev_profile(q, evs, layout))
+    await regs.run(driver.set_reliability(**(reliability or {"mode": RelMode.OFF})))
     assert await regs.read("global.bus_errors") == 0, "the driver's set-up was refused"
     await regs.run(driver.set_enabled(True))
     return cfg

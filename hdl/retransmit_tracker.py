@@ -1,0 +1,498 @@
+"""Retransmit tracker: the sender's half of MRC's reliability. It remembers every packet in
+flight, hears the peer's SACKs and NACKs, completes what is acknowledged, retransmits what is
+missing on another EV, and reports the EVs that lost or marked packets."""
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from mrcnic import wire
+from mrcnic.regmap import REL_COUNTERS
+
+from .headers import header_view
+from .reorder_tracker import PSN_BITS, SACK_BITS
+from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor_layout
+from .spray_scheduler import EvState
+from .transport_parser import transport_layout
+
+__all__ = ["RelMode", "sent_layout", "retransmit_layout", "RetransmitTracker"]
+
+TIME_BITS = 16          # the TSETH timestamp's width: send times and RTTs are in its cycles
+
+
+class RelMode(enum.Enum, shape=2):
+    """How the sender recovers (the ``rel.mode`` register)."""
+    SELECTIVE = 0   # MRC: retransmit exactly the packets the SACKs show missing
+    GO_BACK_N = 1   # plain RoCE: on a loss, resend everything from the first missing packet
+    OFF = 2         # nothing is retransmitted: a packet counts as acknowledged once sent
+
+
+def sent_layout(qps, evs):
+    """A data packet granted its EV: the tracker records it."""
+    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "index": range(evs),
+                              "ev": 32})
+
+
+def retransmit_layout(qps, evs):
+    """A packet to send again (its ``pkt.tries`` already counts this try), on any EV of its
+    QP's profile but ``avoid`` when another is usable."""
+    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "avoid": range(evs)})
+
+
+def _record_layout(qps, evs):
+    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "index": range(evs),
+                              "ev": 32, "time": TIME_BITS})
+
+
+class _Cause(enum.Enum, shape=2):
+    SACK = 0
+    TRIM = 1
+    TIMEOUT = 2
+
+
+class RetransmitTracker(wiring.Component):
+    """Per QP: the PSNs from the oldest unacknowledged (``una``) to the next to send (``nxt``),
+    at most ``window`` of them, a bit each saying it is still outstanding (not SACKed), and a
+    record per packet in block RAM (descriptor, EV and its profile index, send time).
+
+    Feedback, one record at a time:
+
+    * SACK: checked first and ignored whole (counted) if its cumulative PSN is behind ``una``
+      (stale) or past ``nxt``, or its bitmap claims a PSN never sent. Then: the echoed
+      timestamp gives an RTT sample (smoothed as TCP does: srtt += err/8, rttvar +=
+      (|err| - rttvar)/4; RTO = srtt + 4 rttvar within ``rto_min``..``rto_max``); the EV of the
+      packet that triggered it is set SKIP for m = SKIP_ONCE and ASSUMED_BAD for m = ALWAYS_SKIP;
+      the bitmap clears what it covers; ``una`` advances to the cumulative PSN, completing each
+      message whose last packet it passes; then every outstanding packet at least ``reorder``
+      PSNs below the highest known to have arrived is retransmitted, once (a hole retransmitted
+      is tried again only after a timeout).
+    * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: that packet is retransmitted at
+      once; for TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
+      Other NACK reasons, ACKs and endpoint packets are counted under ``other``.
+    * A QP with packets outstanding and no progress of ``una`` for its RTO: the oldest
+      outstanding packet, if it has itself been out that long, is retransmitted and its EV set
+      ASSUMED_BAD; every hole may then be retransmitted again.
+
+    Retransmissions re-read their payload (the descriptor is sent again), count their try in the
+    descriptor (the TX side sets the BTH rtx bit), and avoid the EV that carried the last try.
+    In GO_BACK_N a loss (a SACK showing a packet ``reorder`` beyond ``una``, a trim, a timeout)
+    resends every packet from the lost one to ``nxt``. In OFF the tracker acknowledges each
+    packet itself as soon as it is recorded.
+
+    Parameters
+    ----------
+    qps, evs : as the spray scheduler; planes : the RX side's planes (its record layout);
+    window : PSNs a QP may have in flight (a power of two, 64 .. 2**23).
+
+    Attributes
+    ----------
+    init : In(stream {qp, psn}): a QP starts again, its next PSN ``psn``, nothing in flight.
+    sent : In(stream sent_layout), always ready: each data packet as it is granted its EV.
+    feedback : In(stream transport_layout(planes)): SACK, NACK, ACK and endpoint packets.
+    retransmit : Out(stream retransmit_layout)
+    ev_update : Out(stream {qp, index, state})
+    cpl : Out(stream completion_layout): work requests completed (status OK).
+    gate_qp, gate_psn : In; gate_open : Out, whether QP ``gate_qp`` may send PSN ``gate_psn``
+        (it is less than ``window`` past ``una``).
+    now : In(16), the TX timestamp counter.
+    mode : In(RelMode); reorder, rto_min, rto_max : In(16), the ``rel.*`` registers.
+    <counter> : Out(32) for each name in the register map's ``REL_COUNTERS``.
+    """
+
+    def __init__(self, qps=16, evs=64, planes=2, window=256):
+        if not isinstance(window, int) or window & (window - 1) or not 64 <= window <= 1 << 23:
+            raise ValueError(f"window must be a power of two from {SACK_BITS} to 2**23, "
+                             f"not {window!r}")
+        if not isinstance(qps, int) or qps < 1:
+            raise ValueError(f"qps must be a positive integer, not {qps!r}")
+        self._qps, self._evs, self._planes, self._window = qps, evs, planes, window
+        super().__init__({
+            "init": In(stream.Signature(data.StructLayout({"qp": range(qps), "psn": PSN_BITS}))),
+            "sent": In(stream.Signature(sent_layout(qps, evs), always_ready=True)),
+            "feedback": In(stream.Signature(transport_layout(planes))),
+            "retransmit": Out(stream.Signature(retransmit_layout(qps, evs))),
+            "ev_update": Out(stream.Signature(data.StructLayout({
+                "qp": range(qps), "index": range(evs), "state": EvState}))),
+            "cpl": Out(stream.Signature(completion_layout(qps))),
+            "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_open": Out(1),
+            "now": In(TIME_BITS),
+            "mode": In(RelMode), "reorder": In(16), "rto_min": In(16), "rto_max": In(16),
+            **{name: Out(32) for name in REL_COUNTERS},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        Q, E, W = self._qps, self._evs, self._window
+        wb = W.bit_length() - 1
+        qb = max(1, (Q - 1).bit_length())
+        rec_layout = _record_layout(Q, E)
+        m.submodules.records = mem = Memory(shape=rec_layout, depth=(1 << qb) * W, init=[])
+        wr = mem.write_port()
+        rd = mem.read_port(transparent_for=(wr,))
+        rec = rec_layout(rd.data)
+
+        def slot(qp, psn):
+            return Cat(psn[:wb], qp)
+
+        def sgn(v, width):
+            """``v`` (unsigned) as a signed value of ``width`` bits."""
+            return Cat(v, Const(0, width - len(v))).as_signed()
+
+        def onehot(psn):
+            return (Const(1, W) << psn[:wb])[:W]
+
+        def count(name):
+            m.d.sync += getattr(self, name).eq(getattr(self, name) + 1)
+
+        una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
+        nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
+        high = [Signal(PSN_BITS, name=f"high_q{q}") for q in range(Q)]   # one past the top SACKed
+        outb = [Signal(W, name=f"out_q{q}") for q in range(Q)]           # sent, not yet SACKed
+        pend = [Signal(W, name=f"pend_q{q}") for q in range(Q)]          # a hole already resent
+        tstart = [Signal(TIME_BITS, name=f"tstart_q{q}") for q in range(Q)]
+        srtt = [Signal(TIME_BITS, name=f"srtt_q{q}") for q in range(Q)]
+        rttvar = [Signal(TIME_BITS, name=f"rttvar_q{q}") for q in range(Q)]
+        have_rtt = Signal(Q)
+
+        off = self.mode == RelMode.OFF
+        gbn = self.mode == RelMode.GO_BACK_N
+
+        def rto_of(qsel):
+            est = Signal(TIME_BITS + 3)
+            rto = Signal(TIME_BITS)
+            m.d.comb += est.eq(Array(srtt)[qsel] + (Array(rttvar)[qsel] << 2))
+            with m.If(~have_rtt.bit_select(qsel, 1) | (est > self.rto_max)):
+                m.d.comb += rto.eq(self.rto_max)
+            with m.Elif(est < self.rto_min):
+                m.d.comb += rto.eq(self.rto_min)
+            with m.Else():
+                m.d.comb += rto.eq(est)
+            return rto
+
+        # The window each QP may still send into.
+        m.d.comb += self.gate_open.eq(
+            (self.gate_psn - Array(una)[self.gate_qp])[:PSN_BITS] < W)
+
+        # ---- packets sent: recorded as granted ------------------------------------------------
+        s = self.sent.payload
+        s_q, s_psn = s.pkt.qp, s.pkt.psn
+        s_una, s_nxt = Array(una)[s_q], Array(nxt)[s_q]
+        s_new = self.sent.valid & (s.pkt.tries == 0)
+        # A retransmission is recorded only while its PSN is still in flight: once acknowledged,
+        # its slot may already belong to the PSN a window later.
+        s_live = (s_psn - s_una)[:PSN_BITS] < (s_nxt - s_una)[:PSN_BITS]
+        m.d.comb += [
+            wr.en.eq(self.sent.valid & ((s.pkt.tries == 0) | s_live)),
+            wr.addr.eq(slot(s_q, s_psn)),
+            wr.data.eq(Cat(s.pkt, s.index, s.ev, self.now)),
+        ]
+        for q in range(Q):
+            with m.If(s_new & (s_q == q)):
+                m.d.sync += nxt[q].eq(s_psn + 1)
+                with m.If(una[q] == nxt[q]):        # the first in flight starts the clock
+                    m.d.sync += tstart[q].eq(self.now)
+
+        # ---- the FSM's QP and its state ------------------------------------------------------
+        cq = Signal(range(Q))
+        c_una, c_nxt, c_high = Array(una)[cq], Array(nxt)[cq], Array(high)[cq]
+        c_out, c_pend = Array(outb)[cq], Array(pend)[cq]
+        inflight = Signal(PSN_BITS)
+        high_d = Signal(PSN_BITS)        # PSNs from una to one past the highest SACKed
+        m.d.comb += [inflight.eq(c_nxt - c_una), high_d.eq(c_high - c_una)]
+        hd = Signal(PSN_BITS)
+        m.d.comb += hd.eq(Mux(high_d > inflight, 0, high_d))
+
+        # Bit changes the FSM makes this cycle, to QP f_q.
+        f_q = Signal(range(Q))
+        f_out_clr, f_pend_clr, f_pend_set = Signal(W), Signal(W), Signal(W)
+        m.d.comb += f_q.eq(cq)
+        for q in range(Q):
+            mine = f_q == q
+            set_out = Mux(s_new & (s_q == q), onehot(s_psn), 0)
+            m.d.sync += [
+                outb[q].eq((outb[q] | set_out) & ~Mux(mine, f_out_clr, 0)),
+                pend[q].eq((pend[q] & ~Mux(mine, f_pend_clr, 0) & ~set_out)
+                           | Mux(mine, f_pend_set, 0)),
+            ]
+
+        # ---- feedback, latched ---------------------------------------------------------------
+        fb = self.feedback.payload
+        seth = header_view(fb.ext, wire.SETH, 0)
+        neth = header_view(fb.ext, wire.NETH, 0)
+        is_sack = fb.opcode == wire.Opcode.SACK
+        f_cack, f_off, f_bits = Signal(PSN_BITS), Signal(16), Signal(SACK_BITS)
+        f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
+        f_reason, f_psn = Signal(8), Signal(PSN_BITS)
+
+        p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
+        cause = Signal(_Cause)
+        tq = Signal(range(Q))                 # the QP whose timer is looked at next
+        t_rto = rto_of(tq)
+        c_rto = rto_of(cq)
+        p_out = c_out.bit_select(p[:wb], 1)
+        p_pend = c_pend.bit_select(p[:wb], 1)
+        pd = Signal(PSN_BITS)
+        m.d.comb += pd.eq(p - c_una)
+
+        def emit_retransmit():
+            """Offers the record at ``rd`` again; True once taken."""
+            nxt_try = Mux(rec.pkt.tries == MAX_TRIES, MAX_TRIES, rec.pkt.tries + 1)
+            m.d.comb += [self.retransmit.valid.eq(1),
+                         self.retransmit.payload.pkt.eq(rec.pkt),
+                         self.retransmit.payload.pkt.tries.eq(nxt_try),
+                         self.retransmit.payload.avoid.eq(rec.index)]
+            return self.retransmit.ready
+
+        def count_retransmit():
+            for c in _Cause:
+                with m.If(cause == c):
+                    count(f"rtx_{c.name.lower()}")
+
+        m.d.comb += [self.cpl.payload.wr_id.eq(rec.pkt.wr_id), self.cpl.payload.qp.eq(cq),
+                     self.cpl.payload.status.eq(WrStatus.OK),
+                     self.ev_update.payload.qp.eq(cq), self.ev_update.payload.index.eq(rec.index)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                t_una, t_nxt = Array(una)[tq], Array(nxt)[tq]
+                m.d.comb += self.init.ready.eq(1)
+                with m.If(self.init.valid):
+                    iq = self.init.payload.qp
+                    m.d.comb += [f_q.eq(iq), f_out_clr.eq(~0),
+                                 f_pend_clr.eq(~0)]
+                    for q in range(Q):
+                        with m.If(iq == q):
+                            m.d.sync += [una[q].eq(self.init.payload.psn),
+                                         nxt[q].eq(self.init.payload.psn),
+                                         high[q].eq(self.init.payload.psn),
+                                         have_rtt[q].eq(0)]
+                with m.Elif(self.feedback.valid):
+                    m.d.comb += self.feedback.ready.eq(1)
+                    m.d.sync += [
+                        cq.eq(fb.qp), f_cack.eq(seth.cack_psn), f_off.eq(seth.sack_offset),
+                        f_bits.eq(seth.sack_bitmap), f_m.eq(seth.m),
+                        # the offset is two's complement: a duplicate below cack triggers too
+                        f_trig.eq(seth.cack_psn + seth.ack_psn_offset.as_signed()),
+                        f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
+                        f_ts.eq(Mux(is_sack, seth.tx_timestamp, neth.tx_timestamp)),
+                        f_reason.eq(neth.nack_reason), f_psn.eq(neth.nack_psn),
+                    ]
+                    with m.If(fb.qp >= Q):
+                        count("invalid")
+                    with m.Elif(off | ~(is_sack | (fb.opcode == wire.Opcode.NACK))):
+                        count("other")
+                    with m.Elif(is_sack):
+                        m.next = "SACK_CHECK"
+                    with m.Else():
+                        m.next = "NACK_CHECK"
+                with m.Elif(off & (t_una != t_nxt)):
+                    # Nothing to wait for: acknowledge what was sent.
+                    m.d.sync += [cq.eq(tq), f_cack.eq(t_nxt)]
+                    m.next = "WALK_RD"
+                with m.Elif(~off & (t_una != t_nxt)
+                            & ((self.now - Array(tstart)[tq])[:TIME_BITS] >= t_rto)):
+                    m.d.comb += [f_q.eq(tq), f_pend_clr.eq(~0)]
+                    m.d.sync += [cq.eq(tq), p.eq(t_una), cause.eq(_Cause.TIMEOUT)]
+                    m.next = "TO_FIND"
+                with m.Else():
+                    m.d.sync += tq.eq(Mux(tq == Q - 1, 0, tq + 1))
+
+            with m.State("SACK_CHECK"):
+                dc = Signal(PSN_BITS)
+                span = Signal(PSN_BITS)
+                m.d.comb += [dc.eq(f_cack - c_una), span.eq(c_nxt - f_cack)]
+                top_bit = Signal(range(SACK_BITS))
+                for i in range(SACK_BITS):
+                    with m.If(f_bits[i]):
+                        m.d.comb += top_bit.eq(i)
+                base = Signal(PSN_BITS)
+                m.d.comb += base.eq(f_cack + f_off)
+                with m.If(dc > inflight):
+                    with m.If(dc[-1]):
+                        count("stale")
+                    with m.Else():
+                        count("invalid")
+                    m.next = "IDLE"
+                with m.Elif(f_bits.any() & ((f_off + top_bit) >= span)):
+                    count("invalid")           # claims a PSN never sent
+                    m.next = "IDLE"
+                with m.Else():
+                    # RTT sample from the echoed timestamp.
+                    sample = Signal(TIME_BITS)
+                    err = Signal(signed(TIME_BITS + 1))
+                    mag = Signal(TIME_BITS + 1)
+                    m.d.comb += [sample.eq(self.now - f_ts),
+                                 err.eq(sgn(sample, TIME_BITS + 1)
+                                        - sgn(Array(srtt)[cq], TIME_BITS + 1)),
+                                 mag.eq(Mux(err < 0, -err, err))]
+                    for q in range(Q):
+                        with m.If(cq == q):
+                            with m.If(~have_rtt[q]):
+                                m.d.sync += [srtt[q].eq(sample), rttvar[q].eq(sample >> 1),
+                                             have_rtt[q].eq(1)]
+                            with m.Else():
+                                m.d.sync += [srtt[q].eq(srtt[q] + (err >> 3)),
+                                             rttvar[q].eq(rttvar[q] + ((
+                                                 sgn(mag, TIME_BITS + 2)
+                                                 - sgn(rttvar[q], TIME_BITS + 2)) >> 2))]
+                    # What the bitmap covers is no longer outstanding.
+                    rot = Signal(range(W + 1))
+                    wide = Signal(W)
+                    m.d.comb += [rot.eq(W - base[:wb]), wide.eq(f_bits),
+                                 f_out_clr.eq(Cat(wide, wide).bit_select(rot, W))]
+                    top = Signal(PSN_BITS)
+                    m.d.comb += top.eq(Mux(f_bits.any(), base + top_bit + 1, f_cack))
+                    with m.If((top - c_una)[:PSN_BITS] > hd):
+                        for q in range(Q):
+                            with m.If(cq == q):
+                                m.d.sync += high[q].eq(top)
+                    m.d.sync += cause.eq(_Cause.SACK)
+                    with m.If((f_m == wire.SackMark.SKIP_ONCE)
+                              | (f_m == wire.SackMark.ALWAYS_SKIP)):
+                        m.d.comb += rd.addr.eq(slot(cq, f_trig))
+                        m.next = "SACK_EV"
+                    with m.Else():
+                        m.next = "WALK_RD"
+
+            with m.State("SACK_EV"):
+                m.d.comb += rd.addr.eq(slot(cq, f_trig))
+                with m.If((rec.pkt.psn == f_trig) & (rec.ev == f_ent) & (rec.pkt.qp == cq)):
+                    bad = f_m == wire.SackMark.ALWAYS_SKIP
+                    m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
+                        Mux(bad, EvState.ASSUMED_BAD, EvState.SKIP))]
+                    with m.If(self.ev_update.ready):
+                        with m.If(bad):
+                            count("ev_bad")
+                        with m.Else():
+                            count("ev_skip")
+                        m.next = "WALK_RD"
+                with m.Else():
+                    m.next = "WALK_RD"
+
+            # ---- una advances to the cumulative PSN, completing messages -------------------
+            with m.State("WALK_RD"):
+                m.d.comb += rd.addr.eq(slot(cq, c_una))
+                with m.If(c_una == f_cack):
+                    m.d.sync += p.eq(c_una)
+                    with m.If(off):
+                        m.next = "IDLE"
+                    with m.Elif(gbn & (hd <= self.reorder)):
+                        m.next = "IDLE"         # go-back-N: no loss seen
+                    with m.Else():
+                        m.next = "SCAN"
+                with m.Else():
+                    m.next = "WALK_USE"
+            with m.State("WALK_USE"):
+                m.d.comb += rd.addr.eq(slot(cq, c_una))
+                ends = rec.pkt.last & (rec.pkt.psn == c_una)
+                m.d.comb += self.cpl.valid.eq(ends)
+                with m.If(~ends | self.cpl.ready):
+                    with m.If(ends):
+                        count("completions")
+                    count("acked")
+                    m.d.comb += [f_out_clr.eq(onehot(c_una)), f_pend_clr.eq(onehot(c_una))]
+                    for q in range(Q):
+                        with m.If(cq == q):
+                            m.d.sync += [una[q].eq(c_una + 1), tstart[q].eq(self.now)]
+                    m.next = "WALK_RD"
+
+            # ---- holes: outstanding packets far enough below the highest SACKed ------------
+            with m.State("SCAN"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                in_range = Mux(gbn, pd < inflight, (pd + self.reorder) < hd)
+                with m.If(~in_range):
+                    m.next = "IDLE"
+                with m.Elif(~p_pend & (gbn | p_out)):
+                    m.next = "SCAN_RTX"
+                with m.Else():
+                    m.d.sync += p.eq(p + 1)
+            with m.State("SCAN_RTX"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                with m.If(emit_retransmit()):
+                    m.d.comb += f_pend_set.eq(onehot(p))
+                    count_retransmit()
+                    m.d.sync += p.eq(p + 1)
+                    m.next = "SCAN"
+
+            # ---- a trimmed packet goes again at once ---------------------------------------
+            with m.State("NACK_CHECK"):
+                dn = Signal(PSN_BITS)
+                m.d.comb += [dn.eq(f_psn - c_una), rd.addr.eq(slot(cq, f_psn))]
+                m.d.sync += [p.eq(f_psn), cause.eq(_Cause.TRIM)]
+                trim = ((f_reason == wire.NackReason.TRIMMED)
+                        | (f_reason == wire.NackReason.TRIMMED_LASTHOP))
+                with m.If(~trim):
+                    count("other")
+                    m.next = "IDLE"
+                with m.Elif(dn >= inflight):
+                    with m.If(dn[-1]):
+                        count("stale")
+                    with m.Else():
+                        count("invalid")
+                    m.next = "IDLE"
+                with m.Elif(~c_out.bit_select(f_psn[:wb], 1)):
+                    count("stale")             # SACKed since
+                    m.next = "IDLE"
+                with m.Else():
+                    m.next = "NACK_EV"
+            with m.State("NACK_EV"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
+                          & (rec.pkt.psn == p)):
+                    m.d.comb += [self.ev_update.valid.eq(1),
+                                 self.ev_update.payload.state.eq(EvState.SKIP)]
+                    with m.If(self.ev_update.ready):
+                        count("ev_skip")
+                        m.next = "NACK_RTX"
+                with m.Else():
+                    m.next = "NACK_RTX"
+            with m.State("NACK_RTX"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                with m.If(emit_retransmit()):
+                    m.d.comb += f_pend_set.eq(onehot(p))
+                    count_retransmit()
+                    m.d.sync += p.eq(p + 1)
+                    m.next = "IDLE"
+                    with m.If(gbn):
+                        m.next = "SCAN"
+
+            # ---- no progress for an RTO: the oldest outstanding packet goes again ----------
+            with m.State("TO_FIND"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                with m.If(p == c_nxt):
+                    for q in range(Q):
+                        with m.If(cq == q):
+                            m.d.sync += tstart[q].eq(self.now)
+                    m.next = "IDLE"
+                with m.Elif(gbn | p_out):
+                    m.next = "TO_EV"
+                with m.Else():
+                    m.d.sync += p.eq(p + 1)
+            with m.State("TO_EV"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                with m.If((self.now - rec.time)[:TIME_BITS] < c_rto):
+                    # It went out again lately: wait an RTO from then.
+                    for q in range(Q):
+                        with m.If(cq == q):
+                            m.d.sync += tstart[q].eq(rec.time)
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += [self.ev_update.valid.eq(1),
+                                 self.ev_update.payload.state.eq(EvState.ASSUMED_BAD)]
+                    with m.If(self.ev_update.ready):
+                        count("ev_bad")
+                        m.next = "TO_RTX"
+            with m.State("TO_RTX"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                with m.If(emit_retransmit()):
+                    m.d.comb += f_pend_set.eq(onehot(p))
+                    count_retransmit()
+                    for q in range(Q):
+                        with m.If(cq == q):
+                            m.d.sync += tstart[q].eq(self.now)
+                    m.d.sync += p.eq(p + 1)
+                    m.next = "IDLE"
+                    with m.If(gbn):
+                        m.next = "SCAN"
+        return m

@@ -1,0 +1,380 @@
+"""cocotb test of the NIC's reliability engine, with the TX side running: work requests go out,
+scapy-built SACKs, NACKs and silence come back on the NIC's ports, and what the NIC sends again
+(which PSNs, rtx set, on another EV, every byte as the reference sender's packet), which work
+requests it completes, and every ``rel.*`` counter equal what the sender's reference model
+(verif/rel_model.py) predicts."""
+
+from __future__ import annotations
+
+import random
+
+import cocotb
+from cocotb.triggers import ClockCycles, with_timeout
+from cocotbext.axi import AxiStreamFrame
+from scapy.compat import raw
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from mrcnic import driver, wire
+from mrcnic import layers as L
+from mrcnic.evmap import format_addr
+from mrcnic.hdl.qp_context import SrMode
+from mrcnic.hdl.retransmit_tracker import RelMode
+from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
+from mrcnic.hdl.spray_scheduler import EvState
+from mrcnic.verif.layouts import decode, encode
+from mrcnic.verif.packets import assert_frames_equal
+from mrcnic.verif.rel_model import PSN_MOD, Sender
+from mrcnic.verif.tbkit import params, sink, source
+from mrcnic.verif.tx_model import WriteRequest, segment
+from mrcnic.verif.tx_setup import BASE, SRC_IP, SRC_MAC, configure, reference_frame, sent_ev
+
+CONTROL_TC = (wire.DscpClass.CONTROL << 2) | 0b10
+RTX_TC = (wire.DscpClass.DATA_TRIMMABLE_RTX << 2) | 0b10
+LONG_RTO = 60000      # cycles: no timeout fires while a test step runs
+MTU = 256
+
+
+class Rig:
+    """One NIC, configured through its registers, with every plane watched and the sender's
+    model beside it."""
+
+    @classmethod
+    async def start(cls, dut, mode=RelMode.SELECTIVE, reorder=4, rto=LONG_RTO):
+        self = cls()
+        p = self.p = params()
+        self.dut = dut
+        self.rng = random.Random(p["seed"] * 7 + mode.value)
+        self.Q, self.P = p["qps"], p["planes"]
+        self.cfg = await configure(dut, p, self.rng, mtu_code=0,
+                                   modes=(SrMode.USID, SrMode.PLAIN, SrMode.USID_SRH),
+                                   reliability={"mode": mode, "reorder": reorder,
+                                                "rto_min": rto, "rto_max": rto})
+        self.model = Sender(self.Q, p["window"], reorder, mode)
+        for q in range(self.Q):
+            self.model.init(q, self.cfg.qps[q].next_psn)
+        self.frames = []
+        self.sinks = [sink(dut, f"plane{pl}") for pl in range(self.P)]
+        for pl in range(self.P):
+            cocotb.start_soon(self._collect(pl))
+        self.feed = [source(dut, f"rx_plane{pl}") for pl in range(self.P)]
+        self.wr = source(dut, "wr")
+        self.cpl = sink(dut, "cpl")
+        self.want = {}          # (qp, psn) -> (reference packet, wr_id, last)
+        self.ev_of = {}         # (qp, psn) -> (EV, TSETH timestamp) of its latest try
+        self.free = BASE
+        self.wr_id = 0
+        return self
+
+    async def _collect(self, pl):
+        while True:
+            frame = bytes((await self.sinks[pl].recv()).tdata)
+            self.frames.append((pl, frame))     # the list take() left, not the one it took
+
+    async def post(self, q, packets):
+        """A WRITE of ``packets`` MTUs of random bytes on QP ``q``; returns its PSNs."""
+        data = self.rng.randbytes(packets * MTU)
+        laddr, self.free = self.free, self.free + len(data) + 64
+        await self.cfg.mem.write_bytes(laddr, data)
+        self.wr_id += 1
+        va = 0x7000_0000 + laddr - BASE
+        await self.wr.send(AxiStreamFrame(encode(work_request_layout(), {
+            "wr_id": self.wr_id, "qp": q, "opcode": WrOpcode.WRITE, "laddr": laddr, "va": va,
+            "rkey": 0x55, "length": len(data)})))
+        psns = []
+        pkts = segment(self.cfg.qps[q], WriteRequest(va, 0x55, data), lambda: 0)
+        for i, (_, pkt) in enumerate(pkts):
+            psn = pkt[L.BTH].psn
+            self.want[(q, psn)] = (pkt, self.wr_id, i == len(pkts) - 1)
+            psns.append(psn)
+        return psns
+
+    async def take(self, n, what):
+        """The next ``n`` frames the NIC sends, then a quiet spell in which it sends none."""
+        for _ in range(4000):
+            if len(self.frames) >= n:
+                break
+            await ClockCycles(self.dut.clk, 10)
+        await ClockCycles(self.dut.clk, 400)
+        got, self.frames = self.frames, []
+        assert len(got) == n, f"{what}: {len(got)} frames, {n} expected: " + ", ".join(
+            f"QP {self._key(f)[0]} PSN {self._key(f)[1]:#x} rtx {Ether(f)[L.BTH].rtx}"
+            for _, f in got)
+        return got
+
+    def _key(self, frame):
+        bth = Ether(frame)[L.BTH]
+        return bth.dqp - 0x200, bth.psn
+
+    def _check(self, pl, frame, rtx, what):
+        q, psn = self._key(frame)
+        assert (q, psn) in self.want, f"{what}: QP {q} PSN {psn:#x} was never asked for"
+        want, wr_id, last = self.want[(q, psn)]
+        ev = sent_ev(frame)
+        profile = self.cfg.profiles[q]
+        assert ev in profile, f"{what}: EV {ev:#x} is not in QP {q}'s profile"
+        assert pl == self.cfg.layout.plane(ev), f"{what}: EV {ev:#x} left on plane {pl}"
+        w = want.copy()
+        if rtx:
+            w[L.BTH].rtx = 1
+            w[IPv6].tc = RTX_TC
+        assert_frames_equal(reference_frame(w, frame, self.cfg.templates[q % self.p["templates"]],
+                                            self.cfg.layout, self.cfg.modes[q]),
+                            frame, f"{what} (QP {q} PSN {psn:#x})")
+        self.model.sent(q, psn, ev, profile.index(ev), last, wr_id, int(rtx))
+        self.ev_of[(q, psn)] = (ev, Ether(frame)[L.TSETH].tx_timestamp)
+        return q, psn, ev
+
+    async def send_new(self, n, what="new packets"):
+        for pl, f in await self.take(n, what):
+            self._check(pl, f, False, what)
+
+    async def expect(self, outcome, what):
+        """The retransmissions ``outcome`` names, and nothing else, each on an EV other than
+        the one it avoids (the test profiles always leave another)."""
+        got = await self.take(len(outcome.retransmits), what)
+        keys = sorted(self._key(f) for _, f in got)
+        assert keys == sorted((q, psn) for q, psn, _ in outcome.retransmits), \
+            f"{what}: sent again {keys}, the model says {outcome.retransmits}"
+        avoid = {(q, psn): i for q, psn, i in outcome.retransmits}
+        for pl, f in got:
+            q, psn, ev = self._check(pl, f, True, what)
+            assert ev != self.cfg.profiles[q][avoid[(q, psn)]], \
+                f"{what}: PSN {psn:#x} went again on the EV that lost it ({ev:#x})"
+        await self.completions(outcome, what)
+
+    async def inject(self, ext, op, q, plane=0):
+        pkt = (Ether(src="02:00:00:00:02:00", dst=SRC_MAC)
+               / IPv6(src="fd00::99", dst=format_addr(SRC_IP), tc=CONTROL_TC, hlim=64)
+               / UDP(sport=0xC000, dport=wire.ROCE_UDP_PORT, chksum=0)
+               / L.BTH(opcode=int(op), pkey=0xFFFF, dqp=q, psn=0) / ext)
+        await self.feed[plane].send(AxiStreamFrame(raw(Ether(raw(pkt)))))
+        await ClockCycles(self.dut.clk, 200)
+
+    async def sack(self, q, cack, bitmap=0, offset=0, trig=None, m=0, entropy=None, qp_field=None):
+        """A SACK for QP ``q`` (BTH dqp ``qp_field`` if given); the model's outcome."""
+        cack %= PSN_MOD
+        trig = cack if trig is None else trig % PSN_MOD
+        ev, ts = self.ev_of.get((q, trig), (0, 0))
+        entropy = ev if entropy is None else entropy
+        await self.inject(L.SETH(m=m, ack_psn_offset=(trig - cack) & 0xFFFF, entropy=entropy,
+                                 spdcid=1, dpdcid=q, cack_psn=cack & 0xFFFFFF,
+                                 sack_offset=offset, sack_bitmap=bitmap, tx_timestamp=ts),
+                          wire.Opcode.SACK, q if qp_field is None else qp_field)
+        return self.model.sack(q if qp_field is None else qp_field, cack & 0xFFFFFF, offset,
+                               bitmap, trig & 0xFFFFFF, entropy, m)
+
+    async def nack(self, q, psn, reason, entropy=None):
+        psn %= PSN_MOD
+        ev, ts = self.ev_of.get((q, psn), (0, 0))
+        entropy = ev if entropy is None else entropy
+        await self.inject(L.NETH(nack_reason=reason, entropy=entropy, spdcid=1, dpdcid=q,
+                                 nack_psn=psn & 0xFFFFFF, tx_timestamp=ts), wire.Opcode.NACK, q)
+        return self.model.nack(q, psn & 0xFFFFFF, reason, entropy)
+
+    async def completions(self, outcome, what):
+        """The completions the NIC gives equal the model's."""
+        got = []
+        for _ in outcome.completions:
+            c = decode(completion_layout(self.Q),
+                       (await with_timeout(self.cpl.recv(), 20, "us")).tdata)
+            got.append((c["wr_id"], c["status"]))
+        assert got == [(w, WrStatus.OK) for w in outcome.completions], \
+            f"{what}: completions {got}, the model says {outcome.completions}"
+        assert self.cpl.empty(), f"{what}: a completion the model does not give"
+
+    async def counters(self):
+        got = await self.cfg.regs.run(driver.rel_counters())
+        assert got == self.model.counters, _diff(got, self.model.counters)
+
+
+def _diff(got, want):
+    return "rel counters differ: " + ", ".join(
+        f"{k}: NIC {got[k]} model {want[k]}" for k in want if got.get(k) != want[k])
+
+
+def bits(offsets):
+    return sum(1 << i for i in offsets)
+
+
+@cocotb.test()
+async def sack_holes_are_retransmitted_selectively(dut):
+    rig = await Rig.start(dut)
+    psns = await rig.post(0, 20)
+    await rig.send_new(20)
+    p0 = psns[0]
+    # 0 and 1 arrived; 4..15 too but 7 and 12. With reorder 4, 2, 3, 7 are missing; 12 may
+    # still be on its way (15 is only 3 past it).
+    arrived = [i for i in range(2, 16) if i not in (2, 3, 7, 12)]
+    out = await rig.sack(0, p0 + 2, bits(i - 2 for i in arrived), trig=p0 + 15)
+    assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [2, 3, 7]
+    await rig.expect(out, "SACK holes")
+
+    # The same SACK again, and an older one: nothing more goes.
+    out = await rig.sack(0, p0 + 2, bits(i - 2 for i in arrived), trig=p0 + 15)
+    await rig.expect(out, "a duplicate SACK")
+    out = await rig.sack(0, p0 + 1, trig=p0)
+    await rig.expect(out, "a stale SACK")
+
+    # 2, 3 and 7 arrive, and a later packet shows 12 missing for good.
+    out = await rig.sack(0, p0 + 12, bits(range(1, 8)), trig=p0 + 13)
+    await rig.expect(out, "12 past the reorder threshold")
+    assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [12]
+
+    # Everything: the message completes once, and nothing is sent again.
+    out = await rig.sack(0, p0 + 20, trig=p0 + 19)
+    await rig.expect(out, "everything acknowledged")
+    await rig.counters()
+    assert rig.model.counters["rtx_sack"] == 4 and rig.model.counters["stale"] == 1
+
+
+@cocotb.test()
+async def trims_retransmit_at_once(dut):
+    rig = await Rig.start(dut)
+    psns = await rig.post(1, 8)
+    await rig.send_new(8)
+    p0 = psns[0]
+    ev_skip = 0
+    # TRIMMED: sent again at once, its EV skipped.
+    out = await rig.nack(1, p0 + 3, wire.NackReason.TRIMMED)
+    assert [u[2] for u in out.ev_updates] == [EvState.SKIP]
+    await rig.expect(out, "NACK TRIMMED")
+    ev_skip += 1
+    # TRIMMED_LASTHOP: sent again, but the path is not blamed.
+    out = await rig.nack(1, p0 + 5, wire.NackReason.TRIMMED_LASTHOP)
+    assert out.ev_updates == [] and len(out.retransmits) == 1
+    await rig.expect(out, "NACK TRIMMED_LASTHOP")
+    # A trim of the retransmission goes again too, on yet another EV.
+    out = await rig.nack(1, p0 + 3, wire.NackReason.TRIMMED)
+    await rig.expect(out, "a trimmed retransmission")
+    ev_skip += 1
+    # Other reasons send nothing.
+    out = await rig.nack(1, p0 + 4, wire.NackReason.PSN_OOR_WINDOW)
+    await rig.expect(out, "NACK PSN_OOR_WINDOW")
+    out = await rig.sack(1, p0 + 8, trig=p0 + 7)
+    await rig.expect(out, "everything acknowledged")
+    await rig.counters()
+    assert rig.model.counters["ev_skip"] == ev_skip and rig.model.counters["rtx_trim"] == 3
+
+
+@cocotb.test()
+async def ev_marks_set_the_ev_state(dut):
+    """SACK m = SKIP_ONCE skips the EV for a rotation; m = ALWAYS_SKIP retires it; a SACK for
+    another QP, or naming an EV its packet did not use, changes nothing."""
+    rig = await Rig.start(dut)
+    E = rig.p["evs"]
+    psns = await rig.post(2, 4)
+    await rig.send_new(4)
+    p0 = psns[0]
+    skipped = rig.ev_of[(2, (p0 + 1) % PSN_MOD)][0]
+    out = await rig.sack(2, p0 + 2, trig=p0 + 1, m=wire.SackMark.SKIP_ONCE)
+    assert [u[2] for u in out.ev_updates] == [EvState.SKIP]
+    await rig.expect(out, "SKIP_ONCE")
+    # The next rotation of QP 2 (a profile's worth of packets) leaves it out.
+    await rig.post(2, E)
+    await rig.send_new(E, "the rotation after SKIP_ONCE")
+    recent = [rig.ev_of[(2, psn)][0] for psn in ((p0 + 4 + i) % PSN_MOD for i in range(E))]
+    assert skipped not in recent, f"EV {skipped:#x} was used in the rotation it was skipped for"
+
+    bad = rig.ev_of[(2, (p0 + 3) % PSN_MOD)][0]
+    out = await rig.sack(2, p0 + 4, trig=p0 + 3, m=wire.SackMark.ALWAYS_SKIP)
+    assert [u[2] for u in out.ev_updates] == [EvState.ASSUMED_BAD]
+    await rig.expect(out, "ALWAYS_SKIP")
+    # Marks that must not count: the QP's own packet named with an EV it did not use, and a
+    # SACK for another QP naming this QP's PSN and EV.
+    other = rig.ev_of[(2, (p0 + 5) % PSN_MOD)][0]
+    out = await rig.sack(2, p0 + 4, trig=p0 + 5, m=wire.SackMark.ALWAYS_SKIP, entropy=other ^ 1)
+    assert out.ev_updates == []
+    await rig.sack(3, rig.cfg.qps[3].next_psn, trig=p0 + 5, m=wire.SackMark.ALWAYS_SKIP,
+                   entropy=other)
+    out = await rig.sack(2, p0 + 4 + E, trig=p0 + 3 + E)
+    await rig.expect(out, "everything acknowledged")
+    # Two profiles' worth more: the retired EV is never used, the one marked wrongly is.
+    await rig.post(2, 2 * E)
+    await rig.send_new(2 * E, "after ALWAYS_SKIP")
+    used = {rig.ev_of[(2, psn)][0] for psn in ((p0 + 4 + E + i) % PSN_MOD for i in range(2 * E))}
+    assert bad not in used, f"EV {bad:#x} was used after ALWAYS_SKIP"
+    assert other in used, f"EV {other:#x} was retired by a mark that named another EV"
+    await rig.counters()
+    assert rig.model.counters["ev_skip"] == 1 and rig.model.counters["ev_bad"] == 1
+
+
+@cocotb.test()
+async def silence_retransmits_the_oldest(dut):
+    rig = await Rig.start(dut, rto=3000)
+    psns = await rig.post(0, 4)
+    await rig.send_new(4)
+    p0 = psns[0]
+    # 1..3 arrive, 0 does not, and then nothing: after the RTO, 0 goes again and its EV is
+    # assumed bad.
+    out = await rig.sack(0, p0, bits([1, 2, 3]), trig=p0 + 3)
+    await rig.expect(out, "a SACK below the reorder threshold")
+    await ClockCycles(dut.clk, 3000)
+    out = rig.model.timeout(0)
+    assert [psn for _, psn, _ in out.retransmits] == [p0 % PSN_MOD]
+    assert [u[2] for u in out.ev_updates] == [EvState.ASSUMED_BAD]
+    await rig.expect(out, "the RTO")
+    out = await rig.sack(0, p0 + 4, trig=p0)
+    await rig.expect(out, "everything acknowledged")
+    await ClockCycles(dut.clk, 4000)
+    assert rig.frames == [], "something went again with nothing outstanding"
+    await rig.counters()
+    assert rig.model.counters["rtx_timeout"] == 1
+
+
+@cocotb.test()
+async def impossible_feedback_is_counted_and_ignored(dut):
+    rig = await Rig.start(dut)
+    Q = rig.Q
+    psns = await rig.post(0, 10)
+    await rig.send_new(10)
+    p0 = psns[0]
+    for what, coro in (
+            ("a SACK for a QP the NIC lacks", rig.sack(0, p0 + 3, qp_field=Q + 5)),
+            ("a NACK for a QP the NIC lacks", rig.nack(Q, p0, wire.NackReason.TRIMMED)),
+            ("a cumulative PSN past what was sent", rig.sack(0, p0 + 11)),
+            ("a bitmap claiming unsent PSNs", rig.sack(0, p0 + 2, bits([1, 8]))),
+            ("a SACK offset outside the window", rig.sack(0, p0 + 2, bits([0]), offset=0x8000)),
+            ("a NACK for a PSN never sent", rig.nack(0, p0 + 10, wire.NackReason.TRIMMED)),
+            ("a NACK for an acknowledged PSN", rig.nack(0, p0 - 1, wire.NackReason.TRIMMED))):
+        out = await coro
+        await rig.expect(out, what)
+        assert not out.completions, what
+    assert rig.model.counters["invalid"] == 6 and rig.model.counters["stale"] == 1
+    # The state is whole: a real SACK does what the model says.
+    out = await rig.sack(0, p0 + 3, bits(range(2, 7)), trig=p0 + 9)
+    assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [3, 4]
+    await rig.expect(out, "the first good SACK")
+    out = await rig.sack(0, p0 + 10, trig=p0 + 9)
+    await rig.expect(out, "everything acknowledged")
+    await rig.counters()
+
+
+@cocotb.test()
+async def go_back_n_resends_everything_after_a_loss(dut):
+    rig = await Rig.start(dut, mode=RelMode.GO_BACK_N)
+    psns = await rig.post(1, 10)
+    await rig.send_new(10)
+    p0 = psns[0]
+    out = await rig.sack(1, p0 + 2, bits(range(1, 8)), trig=p0 + 9)
+    assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == list(range(2, 10))
+    await rig.expect(out, "go-back-N after a hole")
+    out = await rig.sack(1, p0 + 10, trig=p0 + 9)
+    await rig.expect(out, "everything acknowledged")
+    await rig.counters()
+
+
+@cocotb.test()
+async def the_window_holds_new_packets(dut):
+    """A QP never has more than the window in flight: the rest waits for acknowledgements."""
+    rig = await Rig.start(dut)
+    W = rig.p["window"]
+    psns = await rig.post(3, W + 6)
+    await rig.send_new(W, "a window's worth")
+    out = await rig.sack(3, psns[0] + 6, trig=psns[5])
+    assert not out.retransmits
+    await rig.send_new(6, "the packets the SACK let go")
+    out = await rig.sack(3, psns[-1] + 1, trig=psns[-1])
+    await rig.expect(out, "everything acknowledged")
+    await rig.counters()
