@@ -92,8 +92,8 @@ class Nic(wiring.Component):
                        "global.evs": evs, "global.templates": templates,
                        "global.max_usids": max_usids, "global.spines": spines,
                        "global.spares": backups},
-            limits={"qp.write": qps - 1, "ev.qp": qps - 1, "ev.index": evs - 1,
-                    "tpl.write": templates - 1, "qp.template": templates - 1,
+            limits={"qp.write": qps - 1, "ev.qp": qps - 1, "rel.view_qp": qps - 1,
+                    "ev.index": evs - 1, "tpl.write": templates - 1, "qp.template": templates - 1,
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1})
         members = {
             "bus": In(CSRBus()),
@@ -177,10 +177,15 @@ class Nic(wiring.Component):
         wiring.connect(m, rx.feedback, rel.feedback)
         wiring.connect(m, rel.retransmit, tx.rtx)
         wiring.connect(m, tx.sent, rel.sent)
-        m.d.comb += [rel.now.eq(tx.timestamp), rel.gate_qp.eq(tx.gate_qp),
-                     rel.gate_psn.eq(tx.gate_psn), tx.gate_open.eq(rel.gate_open),
-                     rel.mode.as_value().eq(bank.rel_mode), rel.reorder.eq(bank.rel_reorder),
-                     rel.rto_min.eq(bank.rel_rto_min), rel.rto_max.eq(bank.rel_rto_max)]
+        m.d.comb += [rel.now.eq(tx.timestamp), tx.gate_open.eq(rel.gate_open),
+                     rel.mode.as_value().eq(bank.rel_mode)]
+        for name in ("qp", "psn", "length", "take"):
+            m.d.comb += getattr(rel, f"gate_{name}").eq(getattr(tx, f"gate_{name}"))
+        for name in ("reorder", "rto_min", "rto_max", "target_rtt", "cwnd_init", "cwnd_min",
+                     "cwnd_max", "cc_fair", "cc_gain", "cc_md", "view_qp"):
+            m.d.comb += getattr(rel, name).eq(getattr(bank, f"rel_{name}"))
+        for name in ("cwnd", "inflight", "rtt", "srtt"):
+            m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, f"view_{name}"))
         for name in REL_COUNTERS:
             m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, name))
 

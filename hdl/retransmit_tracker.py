@@ -19,6 +19,7 @@ from .transport_parser import transport_layout
 __all__ = ["RelMode", "sent_layout", "retransmit_layout", "RetransmitTracker"]
 
 TIME_BITS = 16          # the TSETH timestamp's width: send times and RTTs are in its cycles
+CWND_BITS = 24          # congestion windows, in bytes
 
 
 class RelMode(enum.Enum, shape=2):
@@ -74,6 +75,14 @@ class RetransmitTracker(wiring.Component):
       outstanding packet, if it has itself been out that long, is retransmitted and its EV set
       ASSUMED_BAD; every hole may then be retransmitted again.
 
+    Congestion control (NSCC's four cases, on each accepted SACK, its RTT sample against
+    ``target_rtt``; ECN is a SACK with m = SKIP_ONCE): no ECN and RTT below the target: the
+    window grows by (target - RTT) x ``cc_gain`` / 16 bytes; no ECN, RTT at or above it: by
+    ``cc_fair`` bytes; ECN and RTT at or above: it shrinks by its 2^-``cc_md``; ECN and RTT
+    below: no change. It stays within ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``.
+    A QP sends a new packet only while its bytes in flight (payload bytes sent and not yet
+    cumulatively acknowledged) are below its window (not in OFF mode).
+
     Retransmissions re-read their payload (the descriptor is sent again), count their try in the
     descriptor (the TX side sets the BTH rtx bit), and avoid the EV that carried the last try.
     In GO_BACK_N a loss (a SACK showing a packet ``reorder`` beyond ``una``, a trim, a timeout)
@@ -93,10 +102,15 @@ class RetransmitTracker(wiring.Component):
     retransmit : Out(stream retransmit_layout)
     ev_update : Out(stream {qp, index, state})
     cpl : Out(stream completion_layout): work requests completed (status OK).
-    gate_qp, gate_psn : In; gate_open : Out, whether QP ``gate_qp`` may send PSN ``gate_psn``
-        (it is less than ``window`` past ``una``).
+    gate_qp, gate_psn, gate_length : In; gate_open : Out, whether QP ``gate_qp`` may send
+        PSN ``gate_psn`` (it is less than ``window`` past ``una``, and the QP's bytes in flight
+        are below its window); gate_take : In, it is sent: its bytes count from now, so the
+        packets between the gate and the grant count too.
     now : In(16), the TX timestamp counter.
-    mode : In(RelMode); reorder, rto_min, rto_max : In(16), the ``rel.*`` registers.
+    mode : In(RelMode); reorder, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
+        cwnd_min, cwnd_max : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
+    view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
+        view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
     <counter> : Out(32) for each name in the register map's ``REL_COUNTERS``.
     """
 
@@ -115,9 +129,14 @@ class RetransmitTracker(wiring.Component):
             "ev_update": Out(stream.Signature(data.StructLayout({
                 "qp": range(qps), "index": range(evs), "state": EvState}))),
             "cpl": Out(stream.Signature(completion_layout(qps))),
-            "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_open": Out(1),
+            "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_length": In(13),
+            "gate_open": Out(1), "gate_take": In(1),
             "now": In(TIME_BITS),
             "mode": In(RelMode), "reorder": In(16), "rto_min": In(16), "rto_max": In(16),
+            "target_rtt": In(16), "cc_fair": In(16), "cc_gain": In(8), "cc_md": In(4),
+            "cwnd_init": In(CWND_BITS), "cwnd_min": In(CWND_BITS), "cwnd_max": In(CWND_BITS),
+            "view_qp": In(range(qps)), "view_cwnd": Out(CWND_BITS), "view_inflight": Out(32),
+            "view_rtt": Out(TIME_BITS), "view_srtt": Out(TIME_BITS),
             **{name: Out(32) for name in REL_COUNTERS},
         })
 
@@ -130,7 +149,15 @@ class RetransmitTracker(wiring.Component):
         m.submodules.records = mem = Memory(shape=rec_layout, depth=(1 << qb) * W, init=[])
         wr = mem.write_port()
         rd = mem.read_port(transparent_for=(wr,))
-        rec = rec_layout(rd.data)
+        # The record being offered on a stream is held until taken: a ``sent`` may rewrite its
+        # slot (the read port is transparent), and a payload must not change under valid.
+        frozen = Signal()
+        held = Signal(rec_layout)
+        rec = rec_layout(Mux(frozen, held, rd.data))
+        offering = self.retransmit.valid | self.ev_update.valid | self.cpl.valid
+        taken = ((self.retransmit.valid & self.retransmit.ready)
+                 | (self.ev_update.valid & self.ev_update.ready) | (self.cpl.valid & self.cpl.ready))
+        m.d.sync += [held.eq(rec), frozen.eq(offering & ~taken)]
 
         def slot(qp, psn):
             return Cat(psn[:wb], qp)
@@ -154,6 +181,13 @@ class RetransmitTracker(wiring.Component):
         srtt = [Signal(TIME_BITS, name=f"srtt_q{q}") for q in range(Q)]
         rttvar = [Signal(TIME_BITS, name=f"rttvar_q{q}") for q in range(Q)]
         have_rtt = Signal(Q)
+        cwnd = [Signal(CWND_BITS, name=f"cwnd_q{q}") for q in range(Q)]
+        flight = [Signal(32, name=f"flight_q{q}") for q in range(Q)]     # payload bytes
+        last_rtt = [Signal(TIME_BITS, name=f"rtt_q{q}") for q in range(Q)]
+        m.d.comb += [self.view_cwnd.eq(Array(cwnd)[self.view_qp]),
+                     self.view_inflight.eq(Array(flight)[self.view_qp]),
+                     self.view_rtt.eq(Array(last_rtt)[self.view_qp]),
+                     self.view_srtt.eq(Array(srtt)[self.view_qp])]
 
         off = self.mode == RelMode.OFF
         gbn = self.mode == RelMode.GO_BACK_N
@@ -170,20 +204,22 @@ class RetransmitTracker(wiring.Component):
                 m.d.comb += rto.eq(est)
             return rto
 
-        # The window each QP may still send into.
+        # The window each QP may still send into: PSNs, and bytes under congestion control.
         m.d.comb += self.gate_open.eq(
-            (self.gate_psn - Array(una)[self.gate_qp])[:PSN_BITS] < W)
+            ((self.gate_psn - Array(una)[self.gate_qp])[:PSN_BITS] < W)
+            & (off | (Array(flight)[self.gate_qp] < Array(cwnd)[self.gate_qp])))
 
         # ---- packets sent: recorded as granted ------------------------------------------------
         s = self.sent.payload
         s_q, s_psn = s.pkt.qp, s.pkt.psn
         s_una, s_nxt = Array(una)[s_q], Array(nxt)[s_q]
-        s_new = self.sent.valid & (s.pkt.tries == 0)
+        # A new packet is the QP's next PSN; one queued before the QP restarted is not recorded.
+        s_new = self.sent.valid & (s.pkt.tries == 0) & (s_psn == s_nxt)
         # A retransmission is recorded only while its PSN is still in flight: once acknowledged,
         # its slot may already belong to the PSN a window later.
         s_live = (s_psn - s_una)[:PSN_BITS] < (s_nxt - s_una)[:PSN_BITS]
         m.d.comb += [
-            wr.en.eq(self.sent.valid & ((s.pkt.tries == 0) | s_live)),
+            wr.en.eq(s_new | (self.sent.valid & (s.pkt.tries != 0) & s_live)),
             wr.addr.eq(slot(s_q, s_psn)),
             wr.data.eq(Cat(s.pkt, s.index, s.ev, self.now)),
         ]
@@ -202,6 +238,13 @@ class RetransmitTracker(wiring.Component):
         m.d.comb += [inflight.eq(c_nxt - c_una), high_d.eq(c_high - c_una)]
         hd = Signal(PSN_BITS)
         m.d.comb += hd.eq(Mux(high_d > inflight, 0, high_d))
+
+        # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
+        # acknowledged ones off.
+        walk_len = Signal(13)            # set by the walk for QP cq
+        for q in range(Q):
+            add = Mux(self.gate_take & (self.gate_qp == q), self.gate_length, 0)
+            m.d.sync += flight[q].eq(flight[q] + add - Mux(cq == q, walk_len, 0))
 
         # Bit changes the FSM makes this cycle, to QP f_q.
         f_q = Signal(range(Q))
@@ -234,6 +277,7 @@ class RetransmitTracker(wiring.Component):
         p_pend = c_pend.bit_select(p[:wb], 1)
         pd = Signal(PSN_BITS)
         m.d.comb += pd.eq(p - c_una)
+        scan_end = Signal(PSN_BITS)          # go-back-N resends up to nxt as the scan began
 
         def emit_retransmit():
             """Offers the record at ``rd`` again; True once taken."""
@@ -266,7 +310,8 @@ class RetransmitTracker(wiring.Component):
                             m.d.sync += [una[q].eq(self.init.payload.psn),
                                          nxt[q].eq(self.init.payload.psn),
                                          high[q].eq(self.init.payload.psn),
-                                         have_rtt[q].eq(0)]
+                                         have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
+                                         flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
                     m.d.sync += [
@@ -293,7 +338,8 @@ class RetransmitTracker(wiring.Component):
                 with m.Elif(~off & (t_una != t_nxt)
                             & ((self.now - Array(tstart)[tq])[:TIME_BITS] >= t_rto)):
                     m.d.comb += [f_q.eq(tq), f_pend_clr.eq(~0)]
-                    m.d.sync += [cq.eq(tq), p.eq(t_una), cause.eq(_Cause.TIMEOUT)]
+                    m.d.sync += [cq.eq(tq), p.eq(t_una), cause.eq(_Cause.TIMEOUT),
+                                 scan_end.eq(t_nxt)]
                     m.next = "TO_FIND"
                 with m.Else():
                     m.d.sync += tq.eq(Mux(tq == Q - 1, 0, tq + 1))
@@ -317,6 +363,9 @@ class RetransmitTracker(wiring.Component):
                 with m.Elif(f_bits.any() & ((f_off + top_bit) >= span)):
                     count("invalid")           # claims a PSN never sent
                     m.next = "IDLE"
+                with m.Elif((f_off == 0) & f_bits[0] & (f_cack != c_nxt)):
+                    count("invalid")           # says cack both missing and arrived
+                    m.next = "IDLE"
                 with m.Else():
                     # RTT sample from the echoed timestamp.
                     sample = Signal(TIME_BITS)
@@ -326,8 +375,30 @@ class RetransmitTracker(wiring.Component):
                                  err.eq(sgn(sample, TIME_BITS + 1)
                                         - sgn(Array(srtt)[cq], TIME_BITS + 1)),
                                  mag.eq(Mux(err < 0, -err, err))]
+                    # NSCC: ECN (m = SKIP_ONCE) and the RTT against the target.
+                    ecn = f_m == wire.SackMark.SKIP_ONCE
+                    below = sample < self.target_rtt
+                    c_cwnd = Array(cwnd)[cq]
+                    grown = Signal(CWND_BITS + 2)
+                    with m.If(~ecn & below):
+                        m.d.comb += grown.eq(
+                            c_cwnd + (((self.target_rtt - sample)[:TIME_BITS] * self.cc_gain) >> 4))
+                    with m.Elif(~ecn):
+                        m.d.comb += grown.eq(c_cwnd + self.cc_fair)
+                    with m.Elif(~below):
+                        m.d.comb += grown.eq(c_cwnd - (c_cwnd >> self.cc_md))
+                    with m.Else():
+                        m.d.comb += grown.eq(c_cwnd)
+                    new_cwnd = Signal(CWND_BITS)
+                    with m.If(grown > self.cwnd_max):
+                        m.d.comb += new_cwnd.eq(self.cwnd_max)
+                    with m.Elif(grown < self.cwnd_min):
+                        m.d.comb += new_cwnd.eq(self.cwnd_min)
+                    with m.Else():
+                        m.d.comb += new_cwnd.eq(grown)
                     for q in range(Q):
                         with m.If(cq == q):
+                            m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
                             with m.If(~have_rtt[q]):
                                 m.d.sync += [srtt[q].eq(sample), rttvar[q].eq(sample >> 1),
                                              have_rtt[q].eq(1)]
@@ -374,7 +445,7 @@ class RetransmitTracker(wiring.Component):
             with m.State("WALK_RD"):
                 m.d.comb += rd.addr.eq(slot(cq, c_una))
                 with m.If(c_una == f_cack):
-                    m.d.sync += p.eq(c_una)
+                    m.d.sync += [p.eq(c_una), scan_end.eq(c_nxt)]
                     with m.If(off):
                         m.next = "IDLE"
                     with m.Elif(gbn & (hd <= self.reorder)):
@@ -391,7 +462,8 @@ class RetransmitTracker(wiring.Component):
                     with m.If(ends):
                         count("completions")
                     count("acked")
-                    m.d.comb += [f_out_clr.eq(onehot(c_una)), f_pend_clr.eq(onehot(c_una))]
+                    m.d.comb += [f_out_clr.eq(onehot(c_una)), f_pend_clr.eq(onehot(c_una)),
+                                 walk_len.eq(Mux(rec.pkt.psn == c_una, rec.pkt.length, 0))]
                     for q in range(Q):
                         with m.If(cq == q):
                             m.d.sync += [una[q].eq(c_una + 1), tstart[q].eq(self.now)]
@@ -400,7 +472,7 @@ class RetransmitTracker(wiring.Component):
             # ---- holes: outstanding packets far enough below the highest SACKed ------------
             with m.State("SCAN"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
-                in_range = Mux(gbn, pd < inflight, (pd + self.reorder) < hd)
+                in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS], (pd + self.reorder) < hd)
                 with m.If(~in_range):
                     m.next = "IDLE"
                 with m.Elif(~p_pend & (gbn | p_out)):
@@ -419,7 +491,7 @@ class RetransmitTracker(wiring.Component):
             with m.State("NACK_CHECK"):
                 dn = Signal(PSN_BITS)
                 m.d.comb += [dn.eq(f_psn - c_una), rd.addr.eq(slot(cq, f_psn))]
-                m.d.sync += [p.eq(f_psn), cause.eq(_Cause.TRIM)]
+                m.d.sync += [p.eq(f_psn), cause.eq(_Cause.TRIM), scan_end.eq(c_nxt)]
                 trim = ((f_reason == wire.NackReason.TRIMMED)
                         | (f_reason == wire.NackReason.TRIMMED_LASTHOP))
                 with m.If(~trim):

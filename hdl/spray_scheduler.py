@@ -1,6 +1,6 @@
 """Spray scheduler: picks the EV (and so the plane and path) of every packet a QP sends."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -64,6 +64,7 @@ class SprayScheduler(wiring.Component):
         A state change; DENIED can be set, and left, only with ``management``.
     ignored : Out(32)
         Updates and loads refused: DENIED without management, a change to a DENIED EV without
+        it, ASSUMED_BAD without management for a QP's last GOOD EV when no spare can replace
         it, an index outside the profile, a spare for a plane whose spares are full, an unknown
         load operation.
     replaced : Out(32)
@@ -316,7 +317,12 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.If(up.qp == q):
                     is_denied = denied[q].bit_select(up.index, 1)
-                    refuse = ((up.index >= size[q])
+                    # The reliability engine may not retire a QP's last GOOD EV with no spare to
+                    # take its place: the QP could never send again, nor get the news back.
+                    last_one = (~up.management & (up.state == EvState.ASSUMED_BAD)
+                                & (Array(spares[q])[up_plane] == 0)
+                                & ~(good[q] & ~(Const(1, E) << up.index)[:E]).any())
+                    refuse = ((up.index >= size[q]) | last_one
                               | (~up.management & (is_denied | (up.state == EvState.DENIED))))
                     bit = lambda s, q=q: s[q].bit_select(up.index, 1)  # noqa: E731
                     with m.If(refuse):

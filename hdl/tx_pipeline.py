@@ -59,7 +59,8 @@ class TxPipeline(wiring.Component):
     ack : In(stream ack_layout(qps)), from the receive side
     rtx : In(stream retransmit_layout(qps, evs)), packets to send again
     sent : Out(stream sent_layout(qps, evs)), always ready: each data packet as granted its EV
-    gate_qp, gate_psn : Out, the next new packet's QP and PSN; gate_open : In, it may go
+    gate_qp, gate_psn, gate_length : Out, the next new packet's QP, PSN and payload length;
+        gate_open : In, it may go; gate_take : Out, it goes (its bytes are in flight from now)
     timestamp : Out(16), the counter TSETH carries
     rx_ctx_addr : In(range(qps));  rx_ctx : Out(static_layout()), the QP context's read port
         for the receive side (a cycle of latency)
@@ -98,7 +99,8 @@ class TxPipeline(wiring.Component):
             "ack": In(stream.Signature(ack_layout(qps))),
             "rtx": In(stream.Signature(retransmit_layout(qps, evs))),
             "sent": Out(stream.Signature(sent_layout(qps, evs), always_ready=True)),
-            "gate_qp": Out(range(qps)), "gate_psn": Out(24), "gate_open": In(1),
+            "gate_qp": Out(range(qps)), "gate_psn": Out(24), "gate_length": Out(13),
+            "gate_open": In(1), "gate_take": Out(1),
             "timestamp": Out(16),
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
@@ -178,6 +180,8 @@ class TxPipeline(wiring.Component):
             ack_asks.eq(Mux(offered, offered_ack, ack_state == 2)),
             rtx_asks.eq(Mux(offered, offered_rtx, (ack_state != 2) & (rtx_state == 2))),
             self.gate_qp.eq(seg.pkt.payload.qp), self.gate_psn.eq(seg.pkt.payload.psn),
+            self.gate_length.eq(seg.pkt.payload.length),
+            self.gate_take.eq(seg.pkt.valid & seg.pkt.ready),
         ]
         new_asks = ~ack_asks & ~rtx_asks
         room = asked.f.w_rdy & Mux(ack_asks, acks_waiting.f.w_rdy, waiting.f.w_rdy)

@@ -22,11 +22,21 @@ from .hdl.qp_context import MTU_CODES, QpState, SrMode
 from .hdl.retransmit_tracker import RelMode
 from .hdl.spray_scheduler import EvState, LoadOp
 from .regclient import Program, RegisterError, command, read, write
-from .regmap import BUS_ERRORS, MRCNIC_ID, REGISTERS, TX_ERROR_REASONS, Access
+from .regmap import (
+    BUS_ERRORS,
+    MRCNIC_ID,
+    REGISTERS,
+    REL_COUNTERS,
+    RTO_LIMIT,
+    TX_ERROR_REASONS,
+    Access,
+    by_name,
+)
 
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "write_template", "configure_qp",
            "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
-           "set_reliability", "rel_counters", "mac_int", "ip_int"]
+           "set_reliability", "rel_counters", "set_congestion", "congestion", "mac_int",
+           "ip_int"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -252,9 +262,42 @@ def rel_counters() -> Program:
     """Every counter of the reliability engine, by its register name without ``rel.``."""
     out = {}
     for reg in REGISTERS:
-        if reg.block == "rel" and reg.access is Access.RO:
+        if reg.block == "rel" and reg.name in REL_COUNTERS:
             out[reg.name] = yield from read(f"rel.{reg.name}")
     return out
+
+
+def congestion(qp: int) -> Program:
+    """QP ``qp``'s congestion state: window and bytes in flight (bytes), last and smoothed
+    RTT (cycles)."""
+    yield from _below("QP", qp, "global.qps")
+    yield from write("rel.view_qp", qp)
+    out = {}
+    for name in ("cwnd", "inflight", "rtt", "srtt"):
+        out[name] = yield from read(f"rel.{name}")
+    return out
+
+
+@_refusals_checked
+def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
+                   cwnd_min: int | None = None, cwnd_max: int | None = None,
+                   fair: int | None = None, gain: int | None = None,
+                   md_shift: int | None = None) -> Program:
+    """NSCC's parameters (docs/registers.md, rel.*); one left ``None`` stays as it is."""
+    values = {"target_rtt": target_rtt, "cwnd_init": cwnd_init, "cwnd_min": cwnd_min,
+              "cwnd_max": cwnd_max, "cc_fair": fair, "cc_gain": gain, "cc_md": md_shift}
+    for name, v in values.items():
+        top = (1 << by_name(f"rel.{name}").width) - 1
+        low = 1 if name in ("target_rtt", "cwnd_min", "cwnd_max", "cwnd_init") else 0
+        if v is not None and (not isinstance(v, int) or not low <= v <= top):
+            raise RegisterError(f"{name} must be {low} .. {top}, not {v!r}")
+    lo = cwnd_min if cwnd_min is not None else (yield from read("rel.cwnd_min"))
+    hi = cwnd_max if cwnd_max is not None else (yield from read("rel.cwnd_max"))
+    if lo > hi:
+        raise RegisterError(f"cwnd_min ({lo}) is above cwnd_max ({hi})")
+    for name, v in values.items():
+        if v is not None:
+            yield from write(f"rel.{name}", v)
 
 
 @_refusals_checked
@@ -268,10 +311,9 @@ def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = Non
         raise RegisterError(f"mode must be one of {[m.name for m in RelMode]}, not {mode!r}") \
             from None
     for what, v in (("reorder", reorder), ("rto_min", rto_min), ("rto_max", rto_max)):
-        if v is not None and (not isinstance(v, int) or not (0 if what == "reorder" else 1)
-                              <= v < 1 << 16):
-            raise RegisterError(f"{what} must be {'0' if what == 'reorder' else '1'} .. 65535, "
-                                f"not {v!r}")
+        low, top = (0, 65535) if what == "reorder" else (1, RTO_LIMIT)
+        if v is not None and (not isinstance(v, int) or not low <= v <= top):
+            raise RegisterError(f"{what} must be {low} .. {top}, not {v!r}")
     if rto_min is not None and rto_max is not None and rto_min > rto_max:
         raise RegisterError(f"rto_min ({rto_min}) is above rto_max ({rto_max})")
     yield from write("rel.mode", mode.value)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
-           "TX_ERROR_REASONS", "REL_COUNTERS", "commands"]
+           "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "commands"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0001  # major.minor in the two halves
@@ -140,17 +140,24 @@ def _rx_registers():
 #: (hdl/retransmit_tracker.py has an output for each).
 REL_COUNTERS = {
     "rtx_sack": "packets retransmitted because SACKs showed them missing",
-    "rtx_trim": "packets retransmitted because the peer NACKed them TRIMMED",
-    "rtx_timeout": "packets retransmitted because their QP made no progress for its RTO",
+    "rtx_trim": "packets retransmitted because the peer NACKed them TRIMMED or "
+                "TRIMMED_LASTHOP (with GO_BACK_N, the packets after them too)",
+    "rtx_timeout": "packets retransmitted because their QP made no progress for its RTO (with "
+                   "GO_BACK_N, every packet from the oldest on)",
     "ev_skip": "EVs set SKIP (a SACK with m = SKIP_ONCE, a NACK TRIMMED)",
     "ev_bad": "EVs set ASSUMED_BAD (a SACK with m = ALWAYS_SKIP, a timeout)",
     "acked": "packets cumulatively acknowledged",
     "completions": "work requests completed",
     "stale": "SACKs and NACKs about what was already acknowledged (ignored)",
-    "invalid": "SACKs and NACKs ignored as impossible: an unknown QP, a PSN never sent",
-    "other": "feedback with nothing for the sender (ACK, endpoint, other NACK reasons; all "
-             "feedback when rel.mode is OFF)",
+    "invalid": "feedback ignored as impossible: any for an unknown QP; a SACK or NACK naming a "
+               "PSN never sent, or a SACK saying its cumulative PSN both missing and arrived",
+    "other": "feedback with nothing for the sender (ACK, endpoint, other NACK reasons; with "
+             "rel.mode OFF, every SACK and NACK for a known QP)",
 }
+
+
+#: the longest RTO the reliability engine's 16-bit time base can watch
+RTO_LIMIT = 49152
 
 
 def _rel_registers():
@@ -164,10 +171,33 @@ def _rel_registers():
            "arrived."),
         _r("rel", "rto_min", 0x708, 16, "RW", 1024,
            "Shortest retransmission timeout, in cycles (the RTO is srtt + 4 rttvar within "
-           "rel.rto_min .. rel.rto_max)."),
+           "rel.rto_min .. rel.rto_max).", limit=RTO_LIMIT),
         _r("rel", "rto_max", 0x70C, 16, "RW", 16384,
            "Longest retransmission timeout, in cycles; also the RTO before a QP's first RTT "
-           "sample. Keep it below 32768: times are 16-bit."),
+           f"sample. At most {RTO_LIMIT}: times are 16-bit, and a timeout must be seen before "
+           "the clock wraps.", limit=RTO_LIMIT),
+        _r("rel", "target_rtt", 0x710, 16, "RW", 4096,
+           "NSCC's target delay, in cycles: each SACK's RTT sample is compared with it."),
+        _r("rel", "cwnd_init", 0x714, 24, "RW", 65536,
+           "A QP's congestion window when it starts, in payload bytes."),
+        _r("rel", "cwnd_min", 0x718, 24, "RW", 4096, "The smallest congestion window, in bytes."),
+        _r("rel", "cwnd_max", 0x71C, 24, "RW", 1 << 20,
+           "The largest congestion window, in bytes."),
+        _r("rel", "cc_fair", 0x720, 16, "RW", 512,
+           "Fair increase: bytes a SACK without ECN and with an RTT at or above the target adds."),
+        _r("rel", "cc_gain", 0x724, 8, "RW", 16,
+           "Proportional increase: a SACK without ECN and with an RTT below the target adds "
+           "(target - RTT) x cc_gain / 16 bytes."),
+        _r("rel", "cc_md", 0x728, 4, "RW", 3,
+           "Multiplicative decrease: a SACK with ECN and an RTT at or above the target takes "
+           "cwnd / 2^cc_md off."),
+        _r("rel", "view_qp", 0x72C, 16, "RW", 0,
+           "The QP rel.cwnd, rel.inflight, rel.rtt and rel.srtt show."),
+        _r("rel", "cwnd", 0x730, 24, "RO", 0, "The congestion window of QP rel.view_qp, in bytes."),
+        _r("rel", "inflight", 0x734, 32, "RO", 0,
+           "Payload bytes QP rel.view_qp has sent and not yet had cumulatively acknowledged."),
+        _r("rel", "rtt", 0x738, 16, "RO", 0, "QP rel.view_qp's last RTT sample, in cycles."),
+        _r("rel", "srtt", 0x73C, 16, "RO", 0, "QP rel.view_qp's smoothed RTT, in cycles."),
     ]
     regs += [_r("rel", name, 0x740 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
              for i, (name, doc) in enumerate(REL_COUNTERS.items())]

@@ -21,6 +21,30 @@ class Sent:
     index: int
     last: bool
     wr_id: int
+    length: int = 0
+
+
+@dataclass
+class Congestion:
+    """NSCC's parameters (the rel.* registers, with their reset values)."""
+    target_rtt: int = 4096
+    cwnd_init: int = 65536
+    cwnd_min: int = 4096
+    cwnd_max: int = 1 << 20
+    fair: int = 512
+    gain: int = 16
+    md_shift: int = 3
+
+    def next(self, cwnd: int, ecn: bool, rtt: int) -> int:
+        """The window after a SACK: NSCC's four cases."""
+        below = rtt < self.target_rtt
+        if not ecn and below:
+            cwnd += (self.target_rtt - rtt) * self.gain >> 4      # proportional increase
+        elif not ecn:
+            cwnd += self.fair                                      # fair increase
+        elif not below:
+            cwnd -= cwnd >> self.md_shift                          # multiplicative decrease
+        return min(max(cwnd, self.cwnd_min), self.cwnd_max)
 
 
 @dataclass
@@ -39,32 +63,65 @@ class _Qp:
     out: set = field(default_factory=set)
     pend: set = field(default_factory=set)
     records: dict = field(default_factory=dict)   # slot (psn % window) -> Sent
+    cwnd: int = 0
+    flight: int = 0                               # payload bytes not cumulatively acknowledged
+    srtt: int | None = None
+    rttvar: int = 0
 
 
 class Sender:
     def __init__(self, qps: int, window: int, reorder: int = 8,
-                 mode: RelMode = RelMode.SELECTIVE):
+                 mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None):
         self.qps, self.window, self.reorder, self.mode = qps, window, reorder, RelMode(mode)
-        self.q = [_Qp() for _ in range(qps)]
+        self.cc = cc or Congestion()
+        self.q = [_Qp(cwnd=self.cc.cwnd_init) for _ in range(qps)]
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
 
     def _d(self, a, b):
         return (a - b) % PSN_MOD
 
     def init(self, qp: int, psn: int):
-        self.q[qp] = _Qp(una=psn, nxt=psn, high=psn)
+        self.q[qp] = _Qp(una=psn, nxt=psn, high=psn, cwnd=self.cc.cwnd_init)
 
-    def sent(self, qp: int, psn: int, ev: int, index: int, last: bool, wr_id: int, tries: int):
-        """A packet left on EV ``ev`` (entry ``index`` of the QP's profile)."""
+    def sample(self, qp: int, ecn: bool, rtt: int):
+        """An accepted SACK's RTT sample: the smoothed RTT as TCP keeps it, and NSCC's window."""
+        s = self.q[qp]
+        if s.srtt is None:
+            s.srtt, s.rttvar = rtt, rtt >> 1
+        else:
+            err = rtt - s.srtt
+            s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
+            s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
+        s.cwnd = self.cc.next(s.cwnd, ecn, rtt)
+
+    def rto(self, qp: int, rto_min: int, rto_max: int) -> int:
+        s = self.q[qp]
+        if s.srtt is None:
+            return rto_max
+        return min(max(s.srtt + 4 * s.rttvar, rto_min), rto_max)
+
+    def can_send(self, qp: int, psn: int) -> bool:
+        """Whether QP ``qp``'s next new packet, PSN ``psn``, may leave now."""
+        s = self.q[qp]
+        return self._d(psn, s.una) < self.window and (self.mode is RelMode.OFF
+                                                     or s.flight < s.cwnd)
+
+    def sent(self, qp: int, psn: int, ev: int, index: int, last: bool, wr_id: int, tries: int,
+             length: int):
+        """A packet with ``length`` payload bytes left on EV ``ev`` (entry ``index`` of the
+        QP's profile)."""
         s = self.q[qp]
         live = self._d(psn, s.una) < self._d(s.nxt, s.una)
         if tries == 0:
+            if psn != s.nxt:
+                return            # queued before the QP restarted: not recorded
             s.nxt = (psn + 1) % PSN_MOD
             s.out.add(psn)
             s.pend.discard(psn)
+            s.flight += length
         elif not live:
             return
-        s.records[psn % self.window] = Sent(psn, ev, index, last, wr_id)
+        s.records[psn % self.window] = Sent(psn, ev, index, last, wr_id, length)
 
     def _record(self, s, psn):
         r = s.records.get(psn % self.window)
@@ -87,7 +144,8 @@ class Sender:
         s.pend.add(p)
         self.counters[f"rtx_{cause}"] += 1
 
-    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m) -> Outcome:
+    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None) -> Outcome:
+        """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window."""
         o = Outcome()
         if qp >= self.qps:
             self.counters["invalid"] += 1
@@ -104,6 +162,11 @@ class Sender:
         if bitmap and sack_offset + top_bit >= self._d(s.nxt, cack):
             self.counters["invalid"] += 1
             return o
+        if sack_offset == 0 and bitmap & 1:
+            self.counters["invalid"] += 1         # cack both missing and arrived
+            return o
+        if rtt is not None:
+            self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt)
         if m in (wire.SackMark.SKIP_ONCE, wire.SackMark.ALWAYS_SKIP):
             r = self._record(s, trig)
             if r is not None and r.ev == entropy:
@@ -125,6 +188,7 @@ class Sender:
                 o.completions.append(r.wr_id)
                 self.counters["completions"] += 1
             self.counters["acked"] += 1
+            s.flight -= r.length if r is not None else 0
             s.out.discard(s.una)
             s.pend.discard(s.una)
             s.una = (s.una + 1) % PSN_MOD

@@ -6,10 +6,12 @@ requests it completes, and every ``rel.*`` counter equal what the sender's refer
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import cocotb
 from cocotb.triggers import ClockCycles, with_timeout
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamFrame
 from scapy.compat import raw
 from scapy.layers.inet import UDP
@@ -25,14 +27,14 @@ from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_req
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.packets import assert_frames_equal
-from mrcnic.verif.rel_model import PSN_MOD, Sender
-from mrcnic.verif.tbkit import params, sink, source
+from mrcnic.verif.rel_model import PSN_MOD, Congestion, Sender
+from mrcnic.verif.tbkit import CLOCK_NS, params, sink, source
 from mrcnic.verif.tx_model import WriteRequest, segment
 from mrcnic.verif.tx_setup import BASE, SRC_IP, SRC_MAC, configure, reference_frame, sent_ev
 
 CONTROL_TC = (wire.DscpClass.CONTROL << 2) | 0b10
 RTX_TC = (wire.DscpClass.DATA_TRIMMABLE_RTX << 2) | 0b10
-LONG_RTO = 60000      # cycles: no timeout fires while a test step runs
+LONG_RTO = 48000      # cycles: no timeout fires while a test step runs
 MTU = 256
 
 
@@ -41,7 +43,7 @@ class Rig:
     model beside it."""
 
     @classmethod
-    async def start(cls, dut, mode=RelMode.SELECTIVE, reorder=4, rto=LONG_RTO):
+    async def start(cls, dut, mode=RelMode.SELECTIVE, reorder=4, rto=LONG_RTO, cc=None):
         self = cls()
         p = self.p = params()
         self.dut = dut
@@ -50,11 +52,13 @@ class Rig:
         self.cfg = await configure(dut, p, self.rng, mtu_code=0,
                                    modes=(SrMode.USID, SrMode.PLAIN, SrMode.USID_SRH),
                                    reliability={"mode": mode, "reorder": reorder,
-                                                "rto_min": rto, "rto_max": rto})
-        self.model = Sender(self.Q, p["window"], reorder, mode)
+                                                "rto_min": rto, "rto_max": rto},
+                                   congestion=dataclasses.asdict(cc) if cc else None)
+        self.model = Sender(self.Q, p["window"], reorder, mode, cc)
         for q in range(self.Q):
             self.model.init(q, self.cfg.qps[q].next_psn)
         self.frames = []
+        self.arrival = {}       # frame -> the cycle it arrived
         self.sinks = [sink(dut, f"plane{pl}") for pl in range(self.P)]
         for pl in range(self.P):
             cocotb.start_soon(self._collect(pl))
@@ -70,6 +74,7 @@ class Rig:
     async def _collect(self, pl):
         while True:
             frame = bytes((await self.sinks[pl].recv()).tdata)
+            self.arrival[frame] = int(get_sim_time("ns")) // CLOCK_NS
             self.frames.append((pl, frame))     # the list take() left, not the one it took
 
     async def post(self, q, packets):
@@ -86,7 +91,8 @@ class Rig:
         pkts = segment(self.cfg.qps[q], WriteRequest(va, 0x55, data), lambda: 0)
         for i, (_, pkt) in enumerate(pkts):
             psn = pkt[L.BTH].psn
-            self.want[(q, psn)] = (pkt, self.wr_id, i == len(pkts) - 1)
+            self.want[(q, psn)] = (pkt, self.wr_id, i == len(pkts) - 1,
+                                   len(data[i * MTU:(i + 1) * MTU]))
             psns.append(psn)
         return psns
 
@@ -110,7 +116,7 @@ class Rig:
     def _check(self, pl, frame, rtx, what):
         q, psn = self._key(frame)
         assert (q, psn) in self.want, f"{what}: QP {q} PSN {psn:#x} was never asked for"
-        want, wr_id, last = self.want[(q, psn)]
+        want, wr_id, last, length = self.want[(q, psn)]
         ev = sent_ev(frame)
         profile = self.cfg.profiles[q]
         assert ev in profile, f"{what}: EV {ev:#x} is not in QP {q}'s profile"
@@ -122,8 +128,8 @@ class Rig:
         assert_frames_equal(reference_frame(w, frame, self.cfg.templates[q % self.p["templates"]],
                                             self.cfg.layout, self.cfg.modes[q]),
                             frame, f"{what} (QP {q} PSN {psn:#x})")
-        self.model.sent(q, psn, ev, profile.index(ev), last, wr_id, int(rtx))
-        self.ev_of[(q, psn)] = (ev, Ether(frame)[L.TSETH].tx_timestamp)
+        self.model.sent(q, psn, ev, profile.index(ev), last, wr_id, int(rtx), length)
+        self.ev_of[(q, psn)] = (ev, Ether(frame)[L.TSETH].tx_timestamp, self.arrival[frame])
         return q, psn, ev
 
     async def send_new(self, n, what="new packets"):
@@ -152,22 +158,24 @@ class Rig:
         await self.feed[plane].send(AxiStreamFrame(raw(Ether(raw(pkt)))))
         await ClockCycles(self.dut.clk, 200)
 
-    async def sack(self, q, cack, bitmap=0, offset=0, trig=None, m=0, entropy=None, qp_field=None):
+    async def sack(self, q, cack, bitmap=0, offset=0, trig=None, m=0, entropy=None, qp_field=None,
+                   echo=None, rtt=None):
         """A SACK for QP ``q`` (BTH dqp ``qp_field`` if given); the model's outcome."""
         cack %= PSN_MOD
         trig = cack if trig is None else trig % PSN_MOD
-        ev, ts = self.ev_of.get((q, trig), (0, 0))
+        ev, ts, _ = self.ev_of.get((q, trig), (0, 0, 0))
         entropy = ev if entropy is None else entropy
+        ts = ts if echo is None else echo
         await self.inject(L.SETH(m=m, ack_psn_offset=(trig - cack) & 0xFFFF, entropy=entropy,
                                  spdcid=1, dpdcid=q, cack_psn=cack & 0xFFFFFF,
                                  sack_offset=offset, sack_bitmap=bitmap, tx_timestamp=ts),
                           wire.Opcode.SACK, q if qp_field is None else qp_field)
         return self.model.sack(q if qp_field is None else qp_field, cack & 0xFFFFFF, offset,
-                               bitmap, trig & 0xFFFFFF, entropy, m)
+                               bitmap, trig & 0xFFFFFF, entropy, m, rtt)
 
     async def nack(self, q, psn, reason, entropy=None):
         psn %= PSN_MOD
-        ev, ts = self.ev_of.get((q, psn), (0, 0))
+        ev, ts, _ = self.ev_of.get((q, psn), (0, 0, 0))
         entropy = ev if entropy is None else entropy
         await self.inject(L.NETH(nack_reason=reason, entropy=entropy, spdcid=1, dpdcid=q,
                                  nack_psn=psn & 0xFFFFFF, tx_timestamp=ts), wire.Opcode.NACK, q)
@@ -310,11 +318,14 @@ async def silence_retransmits_the_oldest(dut):
     # assumed bad.
     out = await rig.sack(0, p0, bits([1, 2, 3]), trig=p0 + 3)
     await rig.expect(out, "a SACK below the reorder threshold")
+    first = rig.ev_of[(0, p0)][2]
     await ClockCycles(dut.clk, 3000)
     out = rig.model.timeout(0)
     assert [psn for _, psn, _ in out.retransmits] == [p0 % PSN_MOD]
     assert [u[2] for u in out.ev_updates] == [EvState.ASSUMED_BAD]
     await rig.expect(out, "the RTO")
+    # ...one RTO after it first left (give or take the pipeline's few cycles).
+    assert 2950 <= rig.ev_of[(0, p0)][2] - first <= 3300, rig.ev_of[(0, p0)][2] - first
     out = await rig.sack(0, p0 + 4, trig=p0)
     await rig.expect(out, "everything acknowledged")
     await ClockCycles(dut.clk, 4000)
@@ -377,4 +388,104 @@ async def the_window_holds_new_packets(dut):
     await rig.send_new(6, "the packets the SACK let go")
     out = await rig.sack(3, psns[-1] + 1, trig=psns[-1])
     await rig.expect(out, "everything acknowledged")
+    await rig.counters()
+
+
+@cocotb.test()
+async def the_window_follows_nscc(dut):
+    """A scripted run of SACKs, ECN-marked or not, with RTTs below and above the target: after
+    each, the window equals the model's NSCC window, and the QP has exactly as many new packets
+    out as that window allows."""
+    cc = Congestion(target_rtt=3000, cwnd_init=4096, cwnd_min=2048, cwnd_max=12000, fair=700,
+                    gain=16, md_shift=2)
+    rig = await Rig.start(dut, cc=cc)
+    q = 1
+    psns = await rig.post(q, 200)
+    sent = 0
+
+    async def release():
+        nonlocal sent
+        n, flight = 0, rig.model.q[q].flight
+        while sent + n < len(psns) and rig.model.can_send(q, psns[sent + n]) \
+                and flight < rig.model.q[q].cwnd:
+            flight += MTU
+            n += 1
+        await rig.send_new(n, f"what a window of {rig.model.q[q].cwnd} bytes lets out")
+        sent += n
+        got = await rig.cfg.regs.run(driver.congestion(q))
+        assert got["inflight"] == rig.model.q[q].flight, (got, rig.model.q[q].flight)
+
+    await release()
+    assert sent == cc.cwnd_init // MTU
+    acked = 0
+    moves = []
+
+    async def step(ecn, rtt=None):
+        """SACKs what is out but three (all, at the end), ECN-marked or not, echoing a
+        timestamp that makes the RTT about ``rtt`` (the real one if None)."""
+        nonlocal acked
+        acked = sent if sent == len(psns) or rtt is None else acked + 3
+        trig = psns[acked - 1]
+        _, ts, seen = rig.ev_of[(q, trig)]
+        now = ts + int(get_sim_time("ns")) // CLOCK_NS - seen
+        out = await rig.sack(q, trig + 1, trig=trig, m=wire.SackMark.SKIP_ONCE if ecn else 0,
+                             echo=None if rtt is None else (now + 120 - rtt) & 0xFFFF)
+        got = await rig.cfg.regs.run(driver.congestion(q))
+        if rtt is not None:
+            assert (got["rtt"] < cc.target_rtt) == (rtt < cc.target_rtt), \
+                f"the test meant an RTT near {rtt}, the NIC measured {got['rtt']}"
+        # The model follows with the sample the NIC took.
+        before = rig.model.q[q].cwnd
+        rig.model.sample(q, ecn, got["rtt"])
+        assert got["srtt"] == rig.model.q[q].srtt, (got, rig.model.q[q].srtt)
+        assert got["cwnd"] == rig.model.q[q].cwnd, \
+            f"ECN {ecn}, RTT {got['rtt']}: window {before} -> {got['cwnd']}, NSCC says " \
+            f"{rig.model.q[q].cwnd}"
+        moves.append((ecn, got["rtt"] < cc.target_rtt, before, got["cwnd"]))
+        return out
+
+    script = [(False, 500), (False, 1500), (False, 6000), (False, 6000), (True, 6000),
+              (True, 800), (True, 7000), (True, 7000), (True, 7000), (False, 200), (False, 9000)]
+    for ecn, rtt in script:
+        out = await step(ecn, rtt)
+        assert not out.retransmits and not out.completions
+        await release()      # exactly what the new window lets out, and nothing sent again
+    while True:
+        out = await step(False)
+        if sent == len(psns):
+            break
+        await release()
+    await rig.expect(out, "the whole write acknowledged")
+    assert rig.model.counters["completions"] == 1
+    # The script met each case where it moves the window.
+    moved = {(ecn, below): any(b != a for e, lo, b, a in moves if (e, lo) == (ecn, below))
+             for ecn in (False, True) for below in (False, True)}
+    assert moved == {(False, True): True, (False, False): True, (True, False): True,
+                     (True, True): False}, moves
+
+
+@cocotb.test()
+async def a_dead_peer_keeps_its_last_ev(dut):
+    """Nothing ever answers: each RTO retires the EV the packet last took, until one is left,
+    which the spray scheduler keeps (the update is refused), so the QP keeps trying and the
+    NIC keeps serving its other QPs."""
+    rig = await Rig.start(dut, rto=1000)
+    E = rig.p["evs"]
+    psns = await rig.post(0, 1)
+    await rig.send_new(1)
+    used = [rig.ev_of[(0, psns[0])][0]]
+    timeouts = E + 2
+    for k in range(timeouts):
+        (pl, frame), = await rig.take(1, f"timeout {k + 1}")
+        out = rig.model.timeout(0)
+        assert [psn for _, psn, _ in out.retransmits] == psns
+        used.append(rig._check(pl, frame, True, f"timeout {k + 1}")[2])
+    assert len(set(used[:E])) == E, "a retired EV was used again while others were left"
+    assert used[E:] == [used[E - 1]] * (timeouts - E + 1), "the last EV was not kept"
+    tx = await rig.cfg.regs.run(driver.tx_counters())
+    assert tx["ev_refused"] == timeouts - (E - 1)
+    out = await rig.sack(0, psns[0] + 1, trig=psns[0])
+    await rig.expect(out, "the peer answers at last")
+    await rig.post(1, 4)
+    await rig.send_new(4, "another QP")
     await rig.counters()

@@ -153,3 +153,34 @@ def test_bad_reliability_settings_are_refused_before_any_write(kw, match):
     with pytest.raises(RegisterError, match=match):
         c.run(driver.set_reliability(**kw))
     assert not [o for o, _ in bus.writes if regmap.by_offset(o).block == "rel"]
+
+
+def test_congestion_settings_land_and_read_back():
+    bus, c = nic()
+    c.run(driver.set_congestion(target_rtt=3000, cwnd_init=8192, cwnd_min=2048, cwnd_max=9000,
+                                fair=100, gain=8, md_shift=2))
+    written = {regmap.by_offset(o).path: v for o, v in bus.writes}
+    assert written == {"rel.target_rtt": 3000, "rel.cwnd_init": 8192, "rel.cwnd_min": 2048,
+                       "rel.cwnd_max": 9000, "rel.cc_fair": 100, "rel.cc_gain": 8, "rel.cc_md": 2}
+    bus.words[regmap.by_name("rel.cwnd").offset] = 5000
+    assert c.run(driver.congestion(2))["cwnd"] == 5000
+    assert bus.writes[-1] == (regmap.by_name("rel.view_qp").offset, 2)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(target_rtt=0), "target_rtt must be 1"),
+    (dict(cwnd_max=1 << 24), "cwnd_max must be 1"),
+    (dict(md_shift=16), "cc_md must be 0 .. 15"),
+    (dict(cwnd_min=9000, cwnd_max=8000), "above cwnd_max"),
+])
+def test_bad_congestion_settings_are_refused_before_any_write(kw, match):
+    bus, c = nic()
+    with pytest.raises(RegisterError, match=match):
+        c.run(driver.set_congestion(**kw))
+    assert not [o for o, _ in bus.writes if regmap.by_offset(o).block == "rel"]
+
+
+def test_congestion_of_a_qp_the_nic_lacks_is_refused():
+    _, c = nic()
+    with pytest.raises(RegisterError, match="QP 4"):
+        c.run(driver.congestion(4))

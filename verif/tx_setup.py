@@ -43,14 +43,16 @@ class TxConfig:
 
 
 async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), latency=(2, 10),
-                    gap=0.1, receive=None, states=None, reliability=None) -> TxConfig:
+                    gap=0.1, receive=None, states=None, reliability=None,
+                    congestion=None) -> TxConfig:
     """Resets the NIC and sets it up the way a host does, through its registers with the
     driver: addresses, uSID templates, QP contexts and EV profiles (``p`` holds the build
     parameters). ``receive`` ({qp: RxQp}) gives QPs their receive side (memory region, first
     PSN and MSN expected), mapped in host memory behind the NIC's write port too; ``states``
     ({qp: QpState}) overrides a QP's state. ``reliability`` ({mode, reorder, rto_min,
     rto_max}, as :func:`driver.set_reliability`) sets the reliability engine; without it, it
-    is OFF, as no peer answers what these tests send."""
+    is OFF, as no peer answers what these tests send. ``congestion`` ({target_rtt, cwnd_init,
+    ...}, as :func:`driver.set_congestion`) is set before any QP starts."""
     Q, E, P, S, T = (p[k] for k in ("qps", "evs", "planes", "spines", "templates"))
     layout = EvLayout(P, S)
     await setup(dut)
@@ -68,6 +70,8 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
     info = await regs.run(driver.identify())
     assert (info["qps"], info["evs"], info["planes"]) == (Q, E, P), info
     await regs.run(driver.set_addresses(SRC_MAC, SRC_IP))
+    if congestion:
+        await regs.run(driver.set_congestion(**congestion))
     for t in range(T):
         hops = (3, 9, 14, 5)[t % 4]
         cfg.templates[t] = UsidTemplate(0xFCBB, tuple(rng.randrange(0x20, 0x1000) & ~0xF
