@@ -16,7 +16,8 @@ __all__ = ["AckBuilder", "ack_request_layout", "ACK_BYTES"]
 _STACK = (wire.ETHERNET, wire.IPV6, wire.UDP, wire.BTH)
 #: Frame bytes before the ICRC: SACK, NACK.
 ACK_BYTES = {AckKind.SACK: sum(h.length for h in _STACK) + wire.SETH.length,
-             AckKind.NACK: sum(h.length for h in _STACK) + wire.NETH.length}
+             AckKind.NACK: sum(h.length for h in _STACK) + wire.NETH.length,
+             AckKind.PROBE: sum(h.length for h in _STACK) + wire.PETH.length}
 
 
 def ack_request_layout(qps):
@@ -26,14 +27,16 @@ def ack_request_layout(qps):
 
 
 class AckBuilder(wiring.Component):
-    """Enters: one request per SACK or NACK. Leaves: the frame, Ethernet / IPv6 / UDP / BTH /
-    SETH (or NETH), without its ICRC (the ICRC inserter follows), and its ``frame`` record with
-    the first beat, as the header builder gives them for data packets.
+    """Enters: one request per SACK, NACK or probe. Leaves: the frame, Ethernet / IPv6 / UDP /
+    BTH / SETH (or NETH, or PETH to the probe QP), without its ICRC (the ICRC inserter
+    follows), and its ``frame`` record with the first beat, as the header builder gives them
+    for data packets.
 
     The EV goes where a data packet's does (UDP source port, flow label); the traffic class is
     CONTROL with ECT(0); BTH carries the PSN the acknowledgement is about. In SETH and NETH the
     PDC ids are QP numbers: spdcid this QP, dpdcid the peer's; ``entropy`` echoes the EV of the
-    packet that triggered it. One beat a cycle.
+    packet that triggered it. A probe's PETH names this QP (spdcid) and the peer's (dpdcid) and
+    carries the timestamp ``ack.ts``. One beat a cycle.
 
     Attributes
     ----------
@@ -58,10 +61,11 @@ class AckBuilder(wiring.Component):
         r = self.req.payload
         a = r.ack
         sack = a.kind == AckKind.SACK
-        n_sack, n_nack = ACK_BYTES[AckKind.SACK], ACK_BYTES[AckKind.NACK]
+        probe = a.kind == AckKind.PROBE
+        n_sack, n_nack, n_probe = (ACK_BYTES[k] for k in AckKind)
         tc = (wire.DscpClass.CONTROL << 2) | 0b10
 
-        def stack(ip_payload, opcode, ext):
+        def stack(ip_payload, opcode, ext, dqp=r.dqp):
             return Cat(
                 header_bytes({"dst": r.dst_mac, "src": self.src_mac,
                               "ethertype": wire.ETHERTYPE_IPV6}, wire.ETHERNET),
@@ -70,7 +74,7 @@ class AckBuilder(wiring.Component):
                               "hop_limit": 64, "src": self.src_ip, "dst": r.dst_ip}, wire.IPV6),
                 header_bytes({"sport": r.ev[16:], "dport": wire.ROCE_UDP_PORT,
                               "length": ip_payload}, wire.UDP),
-                header_bytes({"opcode": opcode, "pkey": 0xFFFF, "dqp": r.dqp, "psn": a.psn},
+                header_bytes({"opcode": opcode, "pkey": 0xFFFF, "dqp": dqp, "psn": a.psn},
                              wire.BTH),
                 ext)
 
@@ -85,12 +89,16 @@ class AckBuilder(wiring.Component):
         neth = header_bytes({
             "nack_reason": a.nack_reason, "entropy": a.ev, "spdcid": a.qp,
             "dpdcid": r.dqp[:16], "nack_psn": a.psn, "tx_timestamp": a.ts}, wire.NETH)
+        peth = header_bytes({"probe_id": a.entry, "spdcid": a.qp, "dpdcid": r.dqp[:16],
+                             "tx_timestamp": a.ts}, wire.PETH)
         beats = -(-n_sack // L)
         frame = Signal(8 * L * beats)
         m.d.comb += frame.eq(Mux(sack, stack(after_ip(n_sack), wire.Opcode.SACK, seth),
-                                 stack(after_ip(n_nack), wire.Opcode.NACK, neth)))
+                                 Mux(probe, stack(after_ip(n_probe), wire.Opcode.PROBE, peth,
+                                                  wire.PROBE_DQP),
+                                     stack(after_ip(n_nack), wire.Opcode.NACK, neth))))
         total = Signal(range(n_sack + 1))
-        m.d.comb += total.eq(Mux(sack, n_sack, n_nack))
+        m.d.comb += total.eq(Mux(sack, n_sack, Mux(probe, n_probe, n_nack)))
 
         beat = Signal(range(beats))
         left = Signal(range(n_sack + 1))

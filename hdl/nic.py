@@ -7,11 +7,13 @@ from amaranth.lib.wiring import In, Out
 from mrcnic.regmap import MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
 
 from .csr_bus import CSRBus
+from .ev_prober import EvProber
 from .host_memory import MemReadPort, MemWritePort
 from .plane_demux import plane_members
 from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
 from .retransmit_tracker import RelMode, RetransmitTracker
+from .rx_event import ack_layout
 from .rx_event import completion_layout as rx_completion_layout
 from .rx_pipeline import RxPipeline, rx_counter_names
 from .segmenter import completion_layout, work_request_layout
@@ -87,6 +89,7 @@ class Nic(wiring.Component):
         self._rx = RxPipeline(width, planes, qps, window, messages, max_frame, rx_timeout,
                               max_segments)
         self._rel = RetransmitTracker(qps, evs, planes, window)
+        self._prober = EvProber(qps, evs)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
@@ -115,6 +118,7 @@ class Nic(wiring.Component):
         m.submodules.tx = tx = self._tx
         m.submodules.rx = rx = self._rx
         m.submodules.rel = rel = self._rel
+        m.submodules.prober = prober = self._prober
         planes = self._params["planes"]
         flip = wiring.flipped
 
@@ -166,7 +170,14 @@ class Nic(wiring.Component):
             wiring.connect(m, flip(getattr(self, f"rx_plane{p}")), getattr(rx, f"plane{p}"))
         wiring.connect(m, rx.mem, flip(self.rx_mem))
         wiring.connect(m, rx.cpl, flip(self.rx_cpl))
-        wiring.connect(m, rx.ack, tx.ack)
+        # The receive side's acknowledgements, then the prober's probes, take the TX side's
+        # acknowledgement path.
+        m.submodules.ack_merge = acks = RecordMerge(ack_layout(self._params["qps"]), 2)
+        wiring.connect(m, rx.ack, acks.i0)
+        wiring.connect(m, prober.probe, acks.i1)
+        wiring.connect(m, acks.o, tx.ack)
+        m.d.comb += [prober.bad.eq(tx.bad), tx.bad_qp.eq(prober.bad_qp),
+                     prober.now.eq(tx.timestamp), prober.interval.eq(bank.rel_probe_interval)]
         m.d.comb += [tx.rx_ctx_addr.eq(rx.ctx_addr), rx.ctx.eq(tx.rx_ctx),
                      rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout)]
         for name in rx_counter_names():
@@ -177,6 +188,7 @@ class Nic(wiring.Component):
         wiring.connect(m, rx.feedback, rel.feedback)
         wiring.connect(m, rel.retransmit, tx.rtx)
         wiring.connect(m, tx.sent, rel.sent)
+        wiring.connect(m, tx.probed, rel.probed)
         m.d.comb += [rel.now.eq(tx.timestamp), tx.gate_open.eq(rel.gate_open),
                      rel.mode.as_value().eq(bank.rel_mode)]
         for name in ("qp", "psn", "length", "take"):

@@ -98,6 +98,9 @@ class RetransmitTracker(wiring.Component):
     ----------
     init : In(stream {qp, psn}): a QP starts again, its next PSN ``psn``, nothing in flight.
     sent : In(stream sent_layout), always ready: each data packet as it is granted its EV.
+    probed : In(stream {qp, index, ev}), always ready: each probe as it is granted its EV. A
+        SACK with the probe-response bit for that QP naming that EV (and m not ALWAYS_SKIP)
+        sets the entry GOOD again; only the QP's latest probe is remembered.
     feedback : In(stream transport_layout(planes)): SACK, NACK, ACK and endpoint packets.
     retransmit : Out(stream retransmit_layout)
     ev_update : Out(stream {qp, index, state})
@@ -124,6 +127,8 @@ class RetransmitTracker(wiring.Component):
         super().__init__({
             "init": In(stream.Signature(data.StructLayout({"qp": range(qps), "psn": PSN_BITS}))),
             "sent": In(stream.Signature(sent_layout(qps, evs), always_ready=True)),
+            "probed": In(stream.Signature(data.StructLayout({
+                "qp": range(qps), "index": range(evs), "ev": 32}), always_ready=True)),
             "feedback": In(stream.Signature(transport_layout(planes))),
             "retransmit": Out(stream.Signature(retransmit_layout(qps, evs))),
             "ev_update": Out(stream.Signature(data.StructLayout({
@@ -181,6 +186,16 @@ class RetransmitTracker(wiring.Component):
         srtt = [Signal(TIME_BITS, name=f"srtt_q{q}") for q in range(Q)]
         rttvar = [Signal(TIME_BITS, name=f"rttvar_q{q}") for q in range(Q)]
         have_rtt = Signal(Q)
+        probe_ev = [Signal(32, name=f"probe_ev_q{q}") for q in range(Q)]
+        probe_index = [Signal(range(E), name=f"probe_index_q{q}") for q in range(Q)]
+        probe_live = Signal(Q)
+        pb = self.probed.payload
+        with m.If(self.probed.valid):
+            count("probes_sent")
+            for q in range(Q):
+                with m.If(pb.qp == q):
+                    m.d.sync += [probe_ev[q].eq(pb.ev), probe_index[q].eq(pb.index),
+                                 probe_live[q].eq(1)]
         cwnd = [Signal(CWND_BITS, name=f"cwnd_q{q}") for q in range(Q)]
         flight = [Signal(32, name=f"flight_q{q}") for q in range(Q)]     # payload bytes
         last_rtt = [Signal(TIME_BITS, name=f"rtt_q{q}") for q in range(Q)]
@@ -266,7 +281,7 @@ class RetransmitTracker(wiring.Component):
         is_sack = fb.opcode == wire.Opcode.SACK
         f_cack, f_off, f_bits = Signal(PSN_BITS), Signal(16), Signal(SACK_BITS)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
-        f_reason, f_psn = Signal(8), Signal(PSN_BITS)
+        f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
 
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
@@ -321,12 +336,14 @@ class RetransmitTracker(wiring.Component):
                         f_trig.eq(seth.cack_psn + seth.ack_psn_offset.as_signed()),
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
                         f_ts.eq(Mux(is_sack, seth.tx_timestamp, neth.tx_timestamp)),
-                        f_reason.eq(neth.nack_reason), f_psn.eq(neth.nack_psn),
+                        f_reason.eq(neth.nack_reason), f_psn.eq(neth.nack_psn), f_pr.eq(seth.pr),
                     ]
                     with m.If(fb.qp >= Q):
                         count("invalid")
                     with m.Elif(off | ~(is_sack | (fb.opcode == wire.Opcode.NACK))):
                         count("other")
+                    with m.Elif(is_sack & seth.pr):
+                        m.next = "PROBE_ANSWER"
                     with m.Elif(is_sack):
                         m.next = "SACK_CHECK"
                     with m.Else():
@@ -343,6 +360,22 @@ class RetransmitTracker(wiring.Component):
                     m.next = "TO_FIND"
                 with m.Else():
                     m.d.sync += tq.eq(Mux(tq == Q - 1, 0, tq + 1))
+
+            # ---- a probe's answer: its EV is GOOD again ----------------------------------------
+            with m.State("PROBE_ANSWER"):
+                with m.If(probe_live.bit_select(cq, 1) & (Array(probe_ev)[cq] == f_ent)
+                          & (f_m != wire.SackMark.ALWAYS_SKIP)):
+                    m.d.comb += [self.ev_update.valid.eq(1),
+                                 self.ev_update.payload.index.eq(Array(probe_index)[cq]),
+                                 self.ev_update.payload.state.eq(EvState.GOOD)]
+                    with m.If(self.ev_update.ready):
+                        count("probes_answered")
+                        for q in range(Q):
+                            with m.If(cq == q):
+                                m.d.sync += probe_live[q].eq(0)
+                        m.next = "SACK_CHECK"
+                with m.Else():
+                    m.next = "SACK_CHECK"
 
             with m.State("SACK_CHECK"):
                 dc = Signal(PSN_BITS)

@@ -33,9 +33,10 @@ TRACKED = (RxOutcome.PLACED, RxOutcome.EMPTY, RxOutcome.DUPLICATE, RxOutcome.PRO
 ANSWERED = TRACKED + (RxOutcome.BEYOND, RxOutcome.TRIMMED, RxOutcome.RKEY, RxOutcome.BOUNDS)
 
 
-class AckKind(enum.Enum, shape=1):
+class AckKind(enum.Enum, shape=2):
     SACK = 0
     NACK = 1
+    PROBE = 2     # not an acknowledgement: the sender's probe of an ASSUMED_BAD EV (PETH)
 
 
 def event_layout(qps):
@@ -49,7 +50,8 @@ def event_layout(qps):
 
 
 def ack_layout(qps):
-    """A SACK or NACK for the TX side to frame (SETH / NETH fields; the rest zero)."""
+    """A SACK or NACK for the TX side to frame (SETH / NETH fields; the rest zero), or a
+    probe (PETH; ``qp`` and ``entry``)."""
     return data.StructLayout({
         "kind": AckKind, "qp": range(qps),
         "psn": PSN_BITS,          # the PSN it is about (the triggering packet's)
@@ -57,6 +59,7 @@ def ack_layout(qps):
         "m": 2, "pr": 1, "nack_reason": 8,
         "cack": PSN_BITS, "sack_offset": 16, "sack_bitmap": SACK_BITS,
         "ooo_count": 15, "rcvd_bytes": 24,
+        "entry": 16,              # PROBE: the profile entry whose EV it goes on
     })
 
 

@@ -49,9 +49,10 @@ class SprayScheduler(wiring.Component):
 
     Attributes
     ----------
-    request : In(stream {qp, retry, avoid})
+    request : In(stream {qp, retry, avoid, probe, entry})
         A packet of ``qp`` wants an EV; with ``retry``, not entry ``avoid`` (the one that lost
-        it) unless no other is usable.
+        it) unless no other is usable. With ``probe``, exactly entry ``entry``, whatever its
+        state, once its plane is ready (a probe of an ASSUMED_BAD EV; rotations are untouched).
     grant : Out(stream {qp, index, plane, ev})
         The EV chosen, with its index in the profile and its plane.
     port_ready : In(planes)
@@ -69,6 +70,9 @@ class SprayScheduler(wiring.Component):
         load operation.
     replaced : Out(32)
         ASSUMED_BAD EVs replaced by a spare.
+    bad_qp : In(range(qps)); bad : Out(evs)
+        The entries of QP ``bad_qp`` that are ASSUMED_BAD (no spare took their place): what
+        may be probed.
     """
 
     def __init__(self, qps=16, evs=64, planes=2, backups=4):
@@ -84,7 +88,8 @@ class SprayScheduler(wiring.Component):
         idx_shape = range(evs)
         super().__init__({
             "request": In(stream.Signature(data.StructLayout({
-                "qp": qp_shape, "retry": 1, "avoid": idx_shape}))),
+                "qp": qp_shape, "retry": 1, "avoid": idx_shape, "probe": 1,
+                "entry": idx_shape}))),
             "grant": Out(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "plane": range(planes), "ev": 32}))),
             "port_ready": In(planes),
@@ -94,6 +99,7 @@ class SprayScheduler(wiring.Component):
                 "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1}))),
             "ignored": Out(32),
             "replaced": Out(32),
+            "bad_qp": In(qp_shape), "bad": Out(evs),
         })
 
     def elaborate(self, platform):
@@ -107,6 +113,8 @@ class SprayScheduler(wiring.Component):
         m.submodules.spare_mem = spare_mem = Memory(shape=32, depth=Q * P * B, init=[])
         good = [Signal(E, name=f"good_q{q}") for q in range(Q)]
         denied = [Signal(E, name=f"denied_q{q}") for q in range(Q)]
+        bad = [Signal(E, name=f"bad_q{q}") for q in range(Q)]        # ASSUMED_BAD, not replaced
+        m.d.comb += self.bad.eq(Array(bad)[self.bad_qp])
         skip_now = [Signal(E, name=f"skip_now_q{q}") for q in range(Q)]
         skip_next = [Signal(E, name=f"skip_next_q{q}") for q in range(Q)]
         size = [Signal(range(E + 1), name=f"size_q{q}") for q in range(Q)]
@@ -209,15 +217,23 @@ class SprayScheduler(wiring.Component):
         index = Signal(range(E))
         m.d.comb += index.eq(slot * P + plane if P > 1 else slot)
 
-        can_pick = usable.any()
+        # A probe takes exactly its entry, on that entry's plane, once that plane is ready.
+        probe = self.request.payload.probe
+        entry = self.request.payload.entry
+        entry_plane = entry[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        pick_index = Signal(range(E))
+        pick_plane = Signal(range(P))
+        m.d.comb += [pick_index.eq(Mux(probe, entry, index)),
+                     pick_plane.eq(Mux(probe, entry_plane, plane))]
+        can_pick = Mux(probe, self.port_ready.bit_select(entry_plane, 1), usable.any())
         m.d.comb += self.request.ready.eq(~stall & can_pick)
         ev_rd = ev_mem.read_port(transparent_for=())
-        m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(qp * E + index)]
+        m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(qp * E + pick_index)]
 
         with m.If(~stall):
             m.d.sync += s2_valid.eq(self.request.valid & can_pick)
         with m.If(self.request.valid & self.request.ready):
-            m.d.sync += [s2_qp.eq(qp), s2_index.eq(index), s2_plane.eq(plane)]
+            m.d.sync += [s2_qp.eq(qp), s2_index.eq(pick_index), s2_plane.eq(pick_plane)]
 
         m.d.comb += [
             self.grant.valid.eq(s2_valid),
@@ -228,9 +244,9 @@ class SprayScheduler(wiring.Component):
         ]
 
         # ---- per-QP turn, rotation and SKIP expiry on each grant picked ------------------
-        picked = self.request.valid & self.request.ready
+        picked = self.request.valid & self.request.ready & ~probe
         for q in range(Q):
-            with m.If(self.request.valid & ~stall & only_skipped & (qp == q)):
+            with m.If(self.request.valid & ~probe & ~stall & only_skipped & (qp == q)):
                 m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]), skip_next[q].eq(0)]
             with m.If(picked & (qp == q)):
                 m.d.sync += turn[q].eq(plane + 1 if P > 1 else 0)
@@ -283,7 +299,7 @@ class SprayScheduler(wiring.Component):
         with m.Elif(self.load.valid & (ld.op == LoadOp.CLEAR)):
             for q in range(Q):
                 with m.If(ld.qp == q):
-                    m.d.sync += [good[q].eq(0), denied[q].eq(0), skip_now[q].eq(0),
+                    m.d.sync += [good[q].eq(0), denied[q].eq(0), bad[q].eq(0), skip_now[q].eq(0),
                                  skip_next[q].eq(0), size[q].eq(0), grants[q].eq(0),
                                  used[q].eq(0), turn[q].eq(0),
                                  *[spares[q][p].eq(0) for p in range(P)]]
@@ -308,6 +324,7 @@ class SprayScheduler(wiring.Component):
                     m.d.sync += [good[q].bit_select(ld.index, 1).eq(1),
                                  used[q].bit_select(ld.index, 1).eq(0),
                                  denied[q].bit_select(ld.index, 1).eq(0),
+                                 bad[q].bit_select(ld.index, 1).eq(0),
                                  skip_now[q].bit_select(ld.index, 1).eq(0),
                                  skip_next[q].bit_select(ld.index, 1).eq(0)]
                     with m.If(ld.index >= size[q]):
@@ -328,12 +345,12 @@ class SprayScheduler(wiring.Component):
                     with m.If(refuse):
                         m.d.comb += update_refused.eq(1)
                     with m.Elif(up.state == EvState.GOOD):
-                        m.d.sync += [bit(good).eq(1), bit(denied).eq(0), bit(skip_now).eq(0),
-                                     bit(skip_next).eq(0)]
+                        m.d.sync += [bit(good).eq(1), bit(denied).eq(0), bit(bad).eq(0),
+                                     bit(skip_now).eq(0), bit(skip_next).eq(0)]
                     with m.Elif(up.state == EvState.SKIP):
                         m.d.sync += [bit(skip_now).eq(1), bit(skip_next).eq(1)]
                     with m.Elif(up.state == EvState.DENIED):
-                        m.d.sync += [bit(good).eq(0), bit(denied).eq(1)]
+                        m.d.sync += [bit(good).eq(0), bit(denied).eq(1), bit(bad).eq(0)]
                     with m.Else():   # ASSUMED_BAD
                         for p in range(P):
                             with m.If(up_plane == p):
@@ -346,5 +363,5 @@ class SprayScheduler(wiring.Component):
                                                  bit(skip_next).eq(0),
                                                  self.replaced.eq(self.replaced + 1)]
                                 with m.Else():
-                                    m.d.sync += bit(good).eq(0)
+                                    m.d.sync += [bit(good).eq(0), bit(bad).eq(1)]
         return m

@@ -14,7 +14,7 @@ from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_members
 from .qp_context import SrMode, context_write_layout, static_layout
 from .retransmit_tracker import retransmit_layout, sent_layout
-from .rx_event import ack_layout
+from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
@@ -59,6 +59,8 @@ class TxPipeline(wiring.Component):
     ack : In(stream ack_layout(qps)), from the receive side
     rtx : In(stream retransmit_layout(qps, evs)), packets to send again
     sent : Out(stream sent_layout(qps, evs)), always ready: each data packet as granted its EV
+    probed : Out(stream {qp, index, ev}), always ready: each probe (an ``ack`` of kind PROBE,
+        which takes exactly its entry) as granted
     gate_qp, gate_psn, gate_length : Out, the next new packet's QP, PSN and payload length;
         gate_open : In, it may go; gate_take : Out, it goes (its bytes are in flight from now)
     timestamp : Out(16), the counter TSETH carries
@@ -99,6 +101,9 @@ class TxPipeline(wiring.Component):
             "ack": In(stream.Signature(ack_layout(qps))),
             "rtx": In(stream.Signature(retransmit_layout(qps, evs))),
             "sent": Out(stream.Signature(sent_layout(qps, evs), always_ready=True)),
+            "probed": Out(stream.Signature(data.StructLayout({
+                "qp": range(qps), "index": range(evs), "ev": 32}), always_ready=True)),
+            "bad_qp": In(range(qps)), "bad": Out(evs),
             "gate_qp": Out(range(qps)), "gate_psn": Out(24), "gate_length": Out(13),
             "gate_open": In(1), "gate_take": Out(1),
             "timestamp": Out(16),
@@ -134,6 +139,7 @@ class TxPipeline(wiring.Component):
             srv6.src_ip.eq(self.src_ip), spray.port_ready.eq(self.port_ready),
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
+            spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad),
         ]
         for p in range(self._planes):
             wiring.connect(m, getattr(demux, f"plane{p}"), flip(getattr(self, f"plane{p}")))
@@ -191,6 +197,8 @@ class TxPipeline(wiring.Component):
             spray.request.payload.qp.eq(Mux(ack_asks, ack.qp,
                                             Mux(rtx_asks, rtx.pkt.qp, seg.pkt.payload.qp))),
             spray.request.payload.retry.eq(rtx_asks), spray.request.payload.avoid.eq(rtx.avoid),
+            spray.request.payload.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)),
+            spray.request.payload.entry.eq(ack.entry),
             spray.request.valid.eq(req_valid),
             seg.pkt.ready.eq(new_asks & self.gate_open & room & spray.request.ready),
             asked.f.w_en.eq(took), asked.f.w_data.eq(ack_asks),
@@ -241,6 +249,9 @@ class TxPipeline(wiring.Component):
         m.d.comb += [
             build.req.valid.eq(g_ok & ~for_ack & waiting.f.r_rdy),
             acks_granted.f.w_en.eq(ack_granted),
+            self.probed.valid.eq(ack_granted & (ahead.ack.kind == AckKind.PROBE)),
+            self.probed.payload.qp.eq(ahead.ack.qp), self.probed.payload.index.eq(grant.index),
+            self.probed.payload.ev.eq(grant.ev),
             ackb.req.payload.eq(acks_granted.r_data), ackb.req.valid.eq(acks_granted.f.r_rdy),
             acks_granted.f.r_en.eq(ackb.req.valid & ackb.req.ready),
         ]

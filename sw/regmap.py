@@ -146,6 +146,8 @@ REL_COUNTERS = {
                    "GO_BACK_N, every packet from the oldest on)",
     "ev_skip": "EVs set SKIP (a SACK with m = SKIP_ONCE, a NACK TRIMMED)",
     "ev_bad": "EVs set ASSUMED_BAD (a SACK with m = ALWAYS_SKIP, a timeout)",
+    "probes_sent": "probes sent to ASSUMED_BAD EVs",
+    "probes_answered": "probes answered (their EV set GOOD again)",
     "acked": "packets cumulatively acknowledged",
     "completions": "work requests completed",
     "stale": "SACKs and NACKs about what was already acknowledged (ignored)",
@@ -191,6 +193,9 @@ def _rel_registers():
         _r("rel", "cc_md", 0x728, 4, "RW", 3,
            "Multiplicative decrease: a SACK with ECN and an RTT at or above the target takes "
            "cwnd / 2^cc_md off."),
+        _r("rel", "probe_interval", 0x7A0, 24, "RW", 16384,
+           "Cycles between probes of ASSUMED_BAD EVs (one probe each time, QPs and entries in "
+           "turn); 0: never."),
         _r("rel", "view_qp", 0x72C, 16, "RW", 0,
            "The QP rel.cwnd, rel.inflight, rel.rtt and rel.srtt show."),
         _r("rel", "cwnd", 0x730, 24, "RO", 0, "The congestion window of QP rel.view_qp, in bytes."),

@@ -76,6 +76,7 @@ class Sender:
         self.cc = cc or Congestion()
         self.q = [_Qp(cwnd=self.cc.cwnd_init) for _ in range(qps)]
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
+        self.probes = {}          # qp -> (index, EV) of its latest probe
 
     def _d(self, a, b):
         return (a - b) % PSN_MOD
@@ -144,7 +145,12 @@ class Sender:
         s.pend.add(p)
         self.counters[f"rtx_{cause}"] += 1
 
-    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None) -> Outcome:
+    def probed(self, qp: int, index: int, ev: int):
+        """A probe left on EV ``ev``, entry ``index`` of the QP's profile."""
+        self.probes[qp] = (index, ev)
+        self.counters["probes_sent"] += 1
+
+    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0) -> Outcome:
         """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window."""
         o = Outcome()
         if qp >= self.qps:
@@ -154,6 +160,11 @@ class Sender:
             self.counters["other"] += 1
             return o
         s = self.q[qp]
+        probe = self.probes.get(qp)
+        if pr and probe and probe[1] == entropy and m != wire.SackMark.ALWAYS_SKIP:
+            o.ev_updates.append((qp, probe[0], EvState.GOOD))
+            self.counters["probes_answered"] += 1
+            del self.probes[qp]
         inflight, dc = self._d(s.nxt, s.una), self._d(cack, s.una)
         if dc > inflight:
             self.counters["stale" if dc >= PSN_MOD // 2 else "invalid"] += 1

@@ -20,17 +20,17 @@ from scapy.layers.l2 import Ether
 
 from mrcnic import driver, wire
 from mrcnic import layers as L
-from mrcnic.evmap import format_addr
+from mrcnic.evmap import ev_split, format_addr
 from mrcnic.hdl.qp_context import SrMode
 from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.verif.layouts import decode, encode
-from mrcnic.verif.packets import assert_frames_equal
+from mrcnic.verif.packets import assert_frames_equal, encapsulate
 from mrcnic.verif.rel_model import PSN_MOD, Congestion, Sender
 from mrcnic.verif.tbkit import CLOCK_NS, params, sink, source
 from mrcnic.verif.tx_model import WriteRequest, segment
-from mrcnic.verif.tx_setup import BASE, SRC_IP, SRC_MAC, configure, reference_frame, sent_ev
+from mrcnic.verif.tx_setup import BASE, OUTER_SRC, SRC_IP, SRC_MAC, configure, reference_frame, sent_ev
 
 CONTROL_TC = (wire.DscpClass.CONTROL << 2) | 0b10
 RTX_TC = (wire.DscpClass.DATA_TRIMMABLE_RTX << 2) | 0b10
@@ -43,7 +43,8 @@ class Rig:
     model beside it."""
 
     @classmethod
-    async def start(cls, dut, mode=RelMode.SELECTIVE, reorder=4, rto=LONG_RTO, cc=None):
+    async def start(cls, dut, mode=RelMode.SELECTIVE, reorder=4, rto=LONG_RTO, cc=None,
+                    probe_interval=0):
         self = cls()
         p = self.p = params()
         self.dut = dut
@@ -52,12 +53,14 @@ class Rig:
         self.cfg = await configure(dut, p, self.rng, mtu_code=0,
                                    modes=(SrMode.USID, SrMode.PLAIN, SrMode.USID_SRH),
                                    reliability={"mode": mode, "reorder": reorder,
-                                                "rto_min": rto, "rto_max": rto},
+                                                "rto_min": rto, "rto_max": rto,
+                                                "probe_interval": probe_interval},
                                    congestion=dataclasses.asdict(cc) if cc else None)
         self.model = Sender(self.Q, p["window"], reorder, mode, cc)
         for q in range(self.Q):
             self.model.init(q, self.cfg.qps[q].next_psn)
         self.frames = []
+        self.probes = []        # probe frames, apart from the data frames
         self.arrival = {}       # frame -> the cycle it arrived
         self.sinks = [sink(dut, f"plane{pl}") for pl in range(self.P)]
         for pl in range(self.P):
@@ -75,7 +78,9 @@ class Rig:
         while True:
             frame = bytes((await self.sinks[pl].recv()).tdata)
             self.arrival[frame] = int(get_sim_time("ns")) // CLOCK_NS
-            self.frames.append((pl, frame))     # the list take() left, not the one it took
+            probe = Ether(frame)[L.BTH].opcode == wire.Opcode.PROBE
+            # the list take() left, not the one it took
+            (self.probes if probe else self.frames).append((pl, frame))
 
     async def post(self, q, packets):
         """A WRITE of ``packets`` MTUs of random bytes on QP ``q``; returns its PSNs."""
@@ -159,19 +164,19 @@ class Rig:
         await ClockCycles(self.dut.clk, 200)
 
     async def sack(self, q, cack, bitmap=0, offset=0, trig=None, m=0, entropy=None, qp_field=None,
-                   echo=None, rtt=None):
+                   echo=None, rtt=None, pr=0):
         """A SACK for QP ``q`` (BTH dqp ``qp_field`` if given); the model's outcome."""
         cack %= PSN_MOD
         trig = cack if trig is None else trig % PSN_MOD
         ev, ts, _ = self.ev_of.get((q, trig), (0, 0, 0))
         entropy = ev if entropy is None else entropy
         ts = ts if echo is None else echo
-        await self.inject(L.SETH(m=m, ack_psn_offset=(trig - cack) & 0xFFFF, entropy=entropy,
+        await self.inject(L.SETH(m=m, pr=pr, ack_psn_offset=(trig - cack) & 0xFFFF, entropy=entropy,
                                  spdcid=1, dpdcid=q, cack_psn=cack & 0xFFFFFF,
                                  sack_offset=offset, sack_bitmap=bitmap, tx_timestamp=ts),
                           wire.Opcode.SACK, q if qp_field is None else qp_field)
         return self.model.sack(q if qp_field is None else qp_field, cack & 0xFFFFFF, offset,
-                               bitmap, trig & 0xFFFFFF, entropy, m, rtt)
+                               bitmap, trig & 0xFFFFFF, entropy, m, rtt, pr)
 
     async def nack(self, q, psn, reason, entropy=None):
         psn %= PSN_MOD
@@ -489,3 +494,74 @@ async def a_dead_peer_keeps_its_last_ev(dut):
     await rig.post(1, 4)
     await rig.send_new(4, "another QP")
     await rig.counters()
+
+
+@cocotb.test()
+async def probes_bring_a_bad_ev_back(dut):
+    """An EV retired by ALWAYS_SKIP is probed every rel.probe_interval on exactly that EV; an
+    answer naming another EV changes nothing, the right answer makes it GOOD (it carries
+    packets again), and probing stops."""
+    interval = 3000
+    rig = await Rig.start(dut, probe_interval=interval)
+    E = rig.p["evs"]
+    q = 2
+    psns = await rig.post(q, 4)
+    await rig.send_new(4)
+    p0 = psns[0]
+    bad = rig.ev_of[(q, (p0 + 1) % PSN_MOD)][0]
+    index = rig.cfg.profiles[q].index(bad)
+    await ClockCycles(dut.clk, interval)
+    assert rig.probes == [], "a probe before any EV was bad"
+    out = await rig.sack(q, p0 + 4, trig=p0 + 1, m=wire.SackMark.ALWAYS_SKIP)
+    await rig.expect(out, "ALWAYS_SKIP")
+
+    async def next_probe():
+        for _ in range(3 * interval // 10):
+            if rig.probes:
+                break
+            await ClockCycles(dut.clk, 10)
+        assert rig.probes, f"no probe within {3 * interval} cycles of an EV going bad"
+        pl, frame = rig.probes.pop(0)
+        pkt = Ether(frame)
+        peer = rig.cfg.qps[q]
+        assert pkt[L.BTH].dqp == wire.PROBE_DQP and pkt[L.PETH].spdcid == q
+        assert pkt[L.PETH].dpdcid == peer.dqp & 0xFFFF and pkt[L.PETH].probe_id == index
+        assert sent_ev(frame) == bad and pl == rig.cfg.layout.plane(bad), \
+            f"probe on EV {sent_ev(frame):#x} plane {pl}, the bad EV is {bad:#x}"
+        # Byte for byte (ICRC included) the probe scapy builds, on that EV and route.
+        sport, fl = ev_split(bad)
+        want = Ether(raw(Ether(src=SRC_MAC, dst=peer.dst_mac)
+                         / IPv6(src=format_addr(SRC_IP), dst=format_addr(peer.dst_ip),
+                                tc=CONTROL_TC, fl=fl, hlim=64)
+                         / UDP(sport=sport, dport=wire.ROCE_UDP_PORT, chksum=0)
+                         / L.BTH(opcode=int(wire.Opcode.PROBE), pkey=0xFFFF,
+                                 dqp=wire.PROBE_DQP, psn=0)
+                         / L.PETH(probe_id=index, spdcid=q, dpdcid=peer.dqp & 0xFFFF,
+                                  tx_timestamp=pkt[L.PETH].tx_timestamp)))
+        mode = rig.cfg.modes[q]
+        if mode is not SrMode.PLAIN:
+            want = encapsulate(want, rig.cfg.templates[q % rig.p["templates"]], rig.cfg.layout,
+                               bad, src=OUTER_SRC, force_srh=mode is SrMode.USID_SRH)
+        assert_frames_equal(raw(want), frame, "probe")
+        rig.model.probed(q, index, bad)
+        return pkt
+
+    await next_probe()
+    await next_probe()                       # unanswered: it goes again
+    una = (p0 + 4) % PSN_MOD
+    out = await rig.sack(q, una, pr=1, entropy=bad ^ 0x10)
+    assert out.ev_updates == []
+    await next_probe()                       # a wrong answer: still bad, still probed
+    out = await rig.sack(q, una, pr=1, entropy=bad)
+    assert out.ev_updates == [(q, index, EvState.GOOD)]
+    await rig.expect(out, "the probe answered")
+    # GOOD again: two profiles' worth of packets use it; no more probes.
+    start = len(rig.probes)
+    await rig.post(q, 2 * E)
+    await rig.send_new(2 * E, "after the probe's answer")
+    used = {rig.ev_of[(q, (p0 + 4 + i) % PSN_MOD)][0] for i in range(2 * E)}
+    assert bad in used, f"EV {bad:#x} was not used after its probe was answered"
+    await ClockCycles(dut.clk, 2 * interval)
+    assert len(rig.probes) == start == 0, "probes went on with no EV bad"
+    await rig.counters()
+    assert rig.model.counters["probes_sent"] == 3 and rig.model.counters["probes_answered"] == 1
