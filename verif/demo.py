@@ -203,7 +203,8 @@ def main(argv=None) -> int:
     if missing:
         print(f"  missing PSNs           {len(missing)}: "
               + ", ".join(f"{p:#x}" for p in missing[:8]) + (" ..." if len(missing) > 8 else ""))
-        print("  (this NIC does not retransmit yet: the missing PSNs stay missing)")
+        print("  (no NIC answers at the far end of this demo yet, so the sender's reliability "
+              "engine runs OFF: the missing PSNs stay missing)")
     print(f"\n  pcaps: {out}/tx_plane*.pcap (what each plane sent), rx_wire.pcap (what arrived), "
           f"rx_decap.pcap (open with wireshark or `mrcnic decode FILE`)")
     print(f"  plot:  {out}/paths.png")
