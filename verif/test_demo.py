@@ -1,0 +1,25 @@
+"""`make demo`, the main job, run small as a user runs it: it must finish, check every packet
+and say so, and refuse a bad option in one line."""
+
+import subprocess
+import sys
+
+
+def demo(*args, tmp):
+    return subprocess.run([sys.executable, "-m", "mrcnic.verif.demo", "--out", str(tmp), *args],
+                          capture_output=True, text=True, timeout=1500)
+
+
+def test_demo_runs_and_checks_every_packet(tmp_path):
+    r = demo("--size", "32768", "--seed", "7", tmp=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "32/32 packets equal the reference sender's" in r.stdout, r.stdout[-3000:]
+    assert (tmp_path / "paths.png").stat().st_size > 0
+    assert (tmp_path / "tx_plane0.pcap").stat().st_size > 0
+
+
+def test_demo_refuses_a_bad_option_in_one_line(tmp_path):
+    r = demo("--size", "0", tmp=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    errors = [line for line in r.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "--size must be 1 .. 1048576 bytes, not 0" in errors[0], r.stderr
