@@ -23,14 +23,16 @@ class EvProber(wiring.Component):
     probe : Out(stream ack_layout(qps)), kind PROBE, with ``qp``, ``entry`` and ``ts``
     bad_qp : Out(range(qps)); bad : In(evs), that QP's ASSUMED_BAD entries (the spray
         scheduler's view)
+    port_ready : In(planes): only entries on a ready plane are probed (entry i is on plane
+        i % planes), so a probe never waits for a port that is down
     interval : In(24), cycles between probes;  now : In(16), the TX timestamp counter
     """
 
-    def __init__(self, qps=16, evs=64):
-        self._qps, self._evs = qps, evs
+    def __init__(self, qps=16, evs=64, planes=2):
+        self._qps, self._evs, self._planes = qps, evs, planes
         super().__init__({
             "probe": Out(stream.Signature(ack_layout(qps))),
-            "bad_qp": Out(range(qps)), "bad": In(evs),
+            "bad_qp": Out(range(qps)), "bad": In(evs), "port_ready": In(planes),
             "interval": In(INTERVAL_BITS), "now": In(16),
         })
 
@@ -44,10 +46,13 @@ class EvProber(wiring.Component):
         entry = Signal(range(E))
         m.d.comb += self.bad_qp.eq(qp)
 
-        # The first bad entry at or after the QP's mark, wrapping.
+        # The first bad entry on a ready plane at or after the QP's mark, wrapping.
+        P = self._planes
+        bad = Signal(E)
+        m.d.comb += bad.eq(self.bad & Cat(*[self.port_ready[i % P] for i in range(E)]))
         start = Array(after)[qp]
         rotated = Signal(E)
-        m.d.comb += rotated.eq(Cat(self.bad, self.bad).bit_select(start, E))
+        m.d.comb += rotated.eq(Cat(bad, bad).bit_select(start, E))
         first = Signal(range(E))
         for k in reversed(range(E)):
             with m.If(rotated[k]):
@@ -63,7 +68,7 @@ class EvProber(wiring.Component):
                     m.d.sync += [timer.eq(0), looked.eq(0)]
                     m.next = "LOOK"
             with m.State("LOOK"):
-                with m.If(self.bad.any()):
+                with m.If(bad.any()):
                     m.d.sync += entry.eq((start + first)[:max(1, (E - 1).bit_length())])
                     m.next = "SEND"
                 with m.Else():

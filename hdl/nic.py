@@ -89,7 +89,7 @@ class Nic(wiring.Component):
         self._rx = RxPipeline(width, planes, qps, window, messages, max_frame, rx_timeout,
                               max_segments)
         self._rel = RetransmitTracker(qps, evs, planes, window)
-        self._prober = EvProber(qps, evs)
+        self._prober = EvProber(qps, evs, planes)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
@@ -177,6 +177,7 @@ class Nic(wiring.Component):
         wiring.connect(m, prober.probe, acks.i1)
         wiring.connect(m, acks.o, tx.ack)
         m.d.comb += [prober.bad.eq(tx.bad), tx.bad_qp.eq(prober.bad_qp),
+                     prober.port_ready.eq(tx.port_ready),
                      prober.now.eq(tx.timestamp), prober.interval.eq(bank.rel_probe_interval)]
         m.d.comb += [tx.rx_ctx_addr.eq(rx.ctx_addr), rx.ctx.eq(tx.rx_ctx),
                      rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout)]
