@@ -21,9 +21,10 @@ ACK_BYTES = {AckKind.SACK: sum(h.length for h in _STACK) + wire.SETH.length,
 
 
 def ack_request_layout(qps):
-    """An acknowledgement with the EV the spray scheduler chose for it and the QP's peer."""
-    return data.StructLayout({"ack": ack_layout(qps), "ev": 32, "dqp": 24, "dst_mac": 48,
-                              "dst_ip": 128, "route": frame_route_layout()})
+    """An acknowledgement (or probe, with the profile entry it probes) with the EV the spray
+    scheduler chose for it and the QP's peer."""
+    return data.StructLayout({"ack": ack_layout(qps), "entry": 16, "ev": 32, "dqp": 24,
+                              "dst_mac": 48, "dst_ip": 128, "route": frame_route_layout()})
 
 
 class AckBuilder(wiring.Component):
@@ -89,7 +90,7 @@ class AckBuilder(wiring.Component):
         neth = header_bytes({
             "nack_reason": a.nack_reason, "entropy": a.ev, "spdcid": a.qp,
             "dpdcid": r.dqp[:16], "nack_psn": a.psn, "tx_timestamp": a.ts}, wire.NETH)
-        peth = header_bytes({"probe_id": a.entry, "spdcid": a.qp, "dpdcid": r.dqp[:16],
+        peth = header_bytes({"probe_id": r.entry, "spdcid": a.qp, "dpdcid": r.dqp[:16],
                              "tx_timestamp": a.ts}, wire.PETH)
         beats = -(-n_sack // L)
         frame = Signal(8 * L * beats)

@@ -1,26 +1,29 @@
 """EV prober: sends the probes that can bring ASSUMED_BAD EVs back to GOOD."""
 
 from amaranth import Array, Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .rx_event import AckKind, ack_layout
-
-__all__ = ["EvProber", "INTERVAL_BITS"]
+__all__ = ["EvProber", "INTERVAL_BITS", "probe_layout"]
 
 INTERVAL_BITS = 24
+
+
+def probe_layout(qps):
+    """A probe to send: QP ``qp``'s profile entry ``entry``, stamped ``ts``."""
+    return data.StructLayout({"qp": range(qps), "entry": 16, "ts": 16})
 
 
 class EvProber(wiring.Component):
     """Every ``interval`` cycles (0: never), one probe: for the next QP, in turn, with an
     ASSUMED_BAD entry in its profile, the next such entry after the one it probed last. The
-    probe leaves as a request of kind PROBE for the TX side's acknowledgement path, which sends
-    a PETH on exactly that entry's EV; the answer (a SACK with the probe-response bit and that
+    probe leaves for the TX side's acknowledgement path, which sends a PETH on exactly that
+    entry's EV; the answer (a SACK with the probe-response bit and that
     EV) is the retransmit tracker's to match.
 
     Attributes
     ----------
-    probe : Out(stream ack_layout(qps)), kind PROBE, with ``qp``, ``entry`` and ``ts``
+    probe : Out(stream probe_layout(qps))
     bad_qp : Out(range(qps)); bad : In(evs), that QP's ASSUMED_BAD entries (the spray
         scheduler's view)
     port_ready : In(planes): only entries on a ready plane are probed (entry i is on plane
@@ -31,7 +34,7 @@ class EvProber(wiring.Component):
     def __init__(self, qps=16, evs=64, planes=2):
         self._qps, self._evs, self._planes = qps, evs, planes
         super().__init__({
-            "probe": Out(stream.Signature(ack_layout(qps))),
+            "probe": Out(stream.Signature(probe_layout(qps))),
             "bad_qp": Out(range(qps)), "bad": In(evs), "port_ready": In(planes),
             "interval": In(INTERVAL_BITS), "now": In(16),
         })
@@ -59,8 +62,7 @@ class EvProber(wiring.Component):
                 m.d.comb += first.eq(k)
 
         p = self.probe.payload
-        m.d.comb += [p.kind.eq(AckKind.PROBE), p.qp.eq(qp), p.entry.eq(entry),
-                     p.ts.eq(self.now)]
+        m.d.comb += [p.qp.eq(qp), p.entry.eq(entry), p.ts.eq(self.now)]
         with m.FSM():
             with m.State("WAIT"):
                 m.d.sync += timer.eq(timer + 1)

@@ -13,7 +13,6 @@ from .plane_demux import plane_members
 from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
 from .retransmit_tracker import RelMode, RetransmitTracker
-from .rx_event import ack_layout
 from .rx_event import completion_layout as rx_completion_layout
 from .rx_pipeline import RxPipeline, rx_counter_names
 from .segmenter import completion_layout, work_request_layout
@@ -170,12 +169,10 @@ class Nic(wiring.Component):
             wiring.connect(m, flip(getattr(self, f"rx_plane{p}")), getattr(rx, f"plane{p}"))
         wiring.connect(m, rx.mem, flip(self.rx_mem))
         wiring.connect(m, rx.cpl, flip(self.rx_cpl))
-        # The receive side's acknowledgements, then the prober's probes, take the TX side's
-        # acknowledgement path.
-        m.submodules.ack_merge = acks = RecordMerge(ack_layout(self._params["qps"]), 2)
-        wiring.connect(m, rx.ack, acks.i0)
-        wiring.connect(m, prober.probe, acks.i1)
-        wiring.connect(m, acks.o, tx.ack)
+        # The receive side's acknowledgements, and the prober's probes, leave through the TX
+        # side's acknowledgement path.
+        wiring.connect(m, rx.ack, tx.ack)
+        wiring.connect(m, prober.probe, tx.probe)
         m.d.comb += [prober.bad.eq(tx.bad), tx.bad_qp.eq(prober.bad_qp),
                      prober.port_ready.eq(tx.port_ready),
                      prober.now.eq(tx.timestamp), prober.interval.eq(bank.rel_probe_interval)]

@@ -50,8 +50,8 @@ def event_layout(qps):
 
 
 def ack_layout(qps):
-    """A SACK or NACK for the TX side to frame (SETH / NETH fields; the rest zero), or a
-    probe (PETH; ``qp`` and ``entry``)."""
+    """A SACK or NACK for the TX side to frame (SETH / NETH fields; the rest zero); the TX
+    side also frames its probes (kind PROBE, ``qp`` and ``ts``) from this record."""
     return data.StructLayout({
         "kind": AckKind, "qp": range(qps),
         "psn": PSN_BITS,          # the PSN it is about (the triggering packet's)
@@ -59,7 +59,6 @@ def ack_layout(qps):
         "m": 2, "pr": 1, "nack_reason": 8,
         "cack": PSN_BITS, "sack_offset": 16, "sack_bitmap": SACK_BITS,
         "ooo_count": 15, "rcvd_bytes": 24,
-        "entry": 16,              # PROBE: the profile entry whose EV it goes on
     })
 
 

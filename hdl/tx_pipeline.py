@@ -8,6 +8,7 @@ from mrcnic.evmap import EvLayout
 from mrcnic.regmap import TX_ERROR_REASONS
 
 from .ack_builder import AckBuilder
+from .ev_prober import probe_layout
 from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
@@ -57,6 +58,7 @@ class TxPipeline(wiring.Component):
     mem : Out(MemReadPort(width))
     ctx_write, ev_load, ev_update, template_write : management and reliability-engine ports
     ack : In(stream ack_layout(qps)), from the receive side
+    probe : In(stream probe_layout(qps)), probes of ASSUMED_BAD entries (after acks)
     rtx : In(stream retransmit_layout(qps, evs)), packets to send again
     sent : Out(stream sent_layout(qps, evs)), always ready: each data packet as granted its EV
     probed : Out(stream {qp, index, ev}), always ready: each probe (an ``ack`` of kind PROBE,
@@ -99,6 +101,7 @@ class TxPipeline(wiring.Component):
                 spray_sig["update"].signature.members["payload"].shape)),
             "template_write": In(stream.Signature(template_layout(templates, max_usids))),
             "ack": In(stream.Signature(ack_layout(qps))),
+            "probe": In(stream.Signature(probe_layout(qps))),
             "rtx": In(stream.Signature(retransmit_layout(qps, evs))),
             "sent": Out(stream.Signature(sent_layout(qps, evs), always_ready=True)),
             "probed": Out(stream.Signature(data.StructLayout({
@@ -146,16 +149,25 @@ class TxPipeline(wiring.Component):
             m.d.comb += [getattr(self, f"frames{p}").eq(getattr(demux, f"frames{p}")),
                          getattr(self, f"bytes{p}").eq(getattr(demux, f"bytes{p}"))]
 
-        # An acknowledgement first has its QP's context read (a cycle), then asks for an EV.
+        # An acknowledgement (or, when none waits, a probe) first has its QP's context read (a
+        # cycle), then asks for an EV.
         Q = self._qps
         peer = data.StructLayout({"dqp": 24, "dst_mac": 48, "dst_ip": 128, "template": 8,
                                   "mode": SrMode})
         ack = Signal(ack_layout(Q))
+        entry = Signal(16)                # a probe's profile entry
         ack_state = Signal(2)             # 0 empty, 1 context being read, 2 ready to ask
         m.d.comb += [self.ack.ready.eq(ack_state == 0),
-                     seg.ack_addr.eq(Mux(ack_state == 0, self.ack.payload.qp, ack.qp))]
+                     self.probe.ready.eq((ack_state == 0) & ~self.ack.valid),
+                     seg.ack_addr.eq(Mux(ack_state != 0, ack.qp,
+                                         Mux(self.ack.valid, self.ack.payload.qp,
+                                             self.probe.payload.qp)))]
         with m.If(self.ack.valid & self.ack.ready):
-            m.d.sync += [ack.eq(self.ack.payload), ack_state.eq(1)]
+            m.d.sync += [ack.eq(self.ack.payload), entry.eq(0), ack_state.eq(1)]
+        with m.Elif(self.probe.valid & self.probe.ready):
+            pr = self.probe.payload
+            m.d.sync += [ack.eq(0), ack.kind.eq(AckKind.PROBE), ack.qp.eq(pr.qp),
+                         ack.ts.eq(pr.ts), entry.eq(pr.entry), ack_state.eq(1)]
         with m.If(ack_state == 1):
             m.d.sync += ack_state.eq(2)
 
@@ -176,7 +188,7 @@ class TxPipeline(wiring.Component):
         waiting = _Fifo(m, "waiting", data.StructLayout({
             "pkt": packet_descriptor_layout(Q), "static": static_layout()}), 4)
         acks_waiting = _Fifo(m, "acks_waiting", data.StructLayout({
-            "ack": ack_layout(Q), "peer": peer}), 4)
+            "ack": ack_layout(Q), "entry": 16, "peer": peer}), 4)
         asked = _Fifo(m, "asked", data.StructLayout({"ack": 1}), 8)
         offered = Signal()                # a request was offered last cycle and not taken...
         offered_ack = Signal()            # ...and it was an acknowledgement's
@@ -198,7 +210,7 @@ class TxPipeline(wiring.Component):
                                             Mux(rtx_asks, rtx.pkt.qp, seg.pkt.payload.qp))),
             spray.request.payload.retry.eq(rtx_asks), spray.request.payload.avoid.eq(rtx.avoid),
             spray.request.payload.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)),
-            spray.request.payload.entry.eq(ack.entry),
+            spray.request.payload.entry.eq(entry),
             spray.request.valid.eq(req_valid),
             seg.pkt.ready.eq(new_asks & self.gate_open & room & spray.request.ready),
             asked.f.w_en.eq(took), asked.f.w_data.eq(ack_asks),
@@ -216,7 +228,7 @@ class TxPipeline(wiring.Component):
         with m.Else():
             m.d.comb += [w.pkt.eq(seg.pkt.payload), w.static.eq(seg.pkt_static)]
         aw = acks_waiting.layout(acks_waiting.f.w_data)
-        m.d.comb += aw.ack.eq(ack)
+        m.d.comb += [aw.ack.eq(ack), aw.entry.eq(entry)]
         for name, _ in peer:
             m.d.comb += aw.peer[name].eq(seg.ack_static[name])
 
@@ -239,7 +251,8 @@ class TxPipeline(wiring.Component):
         acks_granted = _Fifo(m, "acks_granted", ackb.req.payload.shape(), 4)
         areq = acks_granted.layout(acks_granted.f.w_data)
         m.d.comb += [
-            areq.ack.eq(ahead.ack), areq.ev.eq(grant.ev), areq.dqp.eq(ahead.peer.dqp),
+            areq.ack.eq(ahead.ack), areq.entry.eq(ahead.entry), areq.ev.eq(grant.ev),
+            areq.dqp.eq(ahead.peer.dqp),
             areq.dst_mac.eq(ahead.peer.dst_mac), areq.dst_ip.eq(ahead.peer.dst_ip),
             areq.route.template.eq(ahead.peer.template), areq.route.mode.eq(ahead.peer.mode),
             areq.route.plane.eq(grant.plane),
