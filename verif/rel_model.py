@@ -95,12 +95,6 @@ class Sender:
             s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
         s.cwnd = self.cc.next(s.cwnd, ecn, rtt)
 
-    def rto(self, qp: int, rto_min: int, rto_max: int) -> int:
-        s = self.q[qp]
-        if s.srtt is None:
-            return rto_max
-        return min(max(s.srtt + 4 * s.rttvar, rto_min), rto_max)
-
     def can_send(self, qp: int, psn: int) -> bool:
         """Whether QP ``qp``'s next new packet, PSN ``psn``, may leave now."""
         s = self.q[qp]
@@ -227,13 +221,8 @@ class Sender:
         if psn not in s.out:
             self.counters["stale"] += 1
             return o
-        r = self._record(s, psn)
-        if reason == wire.NackReason.TRIMMED and r.ev == entropy:
-            o.ev_updates.append((qp, r.index, EvState.SKIP))
-            self.counters["ev_skip"] += 1
-        self._retransmit(qp, s, psn, "trim", o)
-        if self.mode is RelMode.GO_BACK_N:
-            self._scan(qp, s, (psn + 1) % PSN_MOD, "trim", o)
+        blame = reason == wire.NackReason.TRIMMED and self._record(s, psn).ev == entropy
+        self._lost(qp, s, psn, EvState.SKIP if blame else None, "trim", o)
         return o
 
     def timeout(self, qp) -> Outcome:
@@ -247,14 +236,15 @@ class Sender:
             p = (p + 1) % PSN_MOD
         if p == s.nxt:
             return o
-        r = self._record(s, p)
-        o.ev_updates.append((qp, r.index, EvState.ASSUMED_BAD))
-        self.counters["ev_bad"] += 1
-        self._retransmit(qp, s, p, "timeout", o)
-        if self.mode is RelMode.GO_BACK_N:
-            self._scan(qp, s, (p + 1) % PSN_MOD, "timeout", o)
+        self._lost(qp, s, p, EvState.ASSUMED_BAD, "timeout", o)
         return o
 
-    def outstanding(self, qp) -> list[int]:
-        s = self.q[qp]
-        return sorted(s.out, key=lambda p: self._d(p, s.una))
+    def _lost(self, qp, s, p, state, cause, o):
+        """Packet ``p`` is lost: its EV goes to ``state`` (unless None), it is sent again, and
+        with GO_BACK_N everything after it too."""
+        if state is not None:
+            o.ev_updates.append((qp, self._record(s, p).index, state))
+            self.counters["ev_bad" if state is EvState.ASSUMED_BAD else "ev_skip"] += 1
+        self._retransmit(qp, s, p, cause, o)
+        if self.mode is RelMode.GO_BACK_N:
+            self._scan(qp, s, (p + 1) % PSN_MOD, cause, o)
