@@ -1,6 +1,7 @@
-"""Acknowledgement builder: frames each SACK or NACK the receive side asks for."""
+"""Acknowledgement builder: frames each SACK or NACK the receive side asks for, and the
+sender's probes and port-status updates."""
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -14,30 +15,33 @@ from .stream import PacketStream, check_width, keep_mask
 __all__ = ["AckBuilder", "ack_request_layout", "ACK_BYTES"]
 
 _STACK = (wire.ETHERNET, wire.IPV6, wire.UDP, wire.BTH)
-#: Frame bytes before the ICRC: SACK, NACK.
-ACK_BYTES = {AckKind.SACK: sum(h.length for h in _STACK) + wire.SETH.length,
-             AckKind.NACK: sum(h.length for h in _STACK) + wire.NETH.length,
-             AckKind.PROBE: sum(h.length for h in _STACK) + wire.PETH.length}
+#: Frame bytes before the ICRC, per kind.
+_EXT = {AckKind.SACK: wire.SETH, AckKind.NACK: wire.NETH, AckKind.PROBE: wire.PETH,
+        AckKind.STATUS: wire.ERTH}
+ACK_BYTES = {k: sum(h.length for h in _STACK) + h.length for k, h in _EXT.items()}
+_OPCODE = {AckKind.SACK: wire.Opcode.SACK, AckKind.NACK: wire.Opcode.NACK,
+           AckKind.PROBE: wire.Opcode.PROBE, AckKind.STATUS: wire.Opcode.ENDPOINT_REQUEST}
 
 
 def ack_request_layout(qps):
-    """An acknowledgement (or probe, with the profile entry it probes) with the EV the spray
-    scheduler chose for it and the QP's peer."""
-    return data.StructLayout({"ack": ack_layout(qps), "entry": 16, "ev": 32, "dqp": 24,
+    """An acknowledgement, probe or port-status update with the EV the spray scheduler chose
+    for it and the QP's peer; ``arg`` is a probe's profile entry, a status's port mask."""
+    return data.StructLayout({"ack": ack_layout(qps), "arg": 16, "ev": 32, "dqp": 24,
                               "dst_mac": 48, "dst_ip": 128, "route": frame_route_layout()})
 
 
 class AckBuilder(wiring.Component):
-    """Enters: one request per SACK, NACK or probe. Leaves: the frame, Ethernet / IPv6 / UDP /
-    BTH / SETH (or NETH, or PETH to the probe QP), without its ICRC (the ICRC inserter
-    follows), and its ``frame`` record with the first beat, as the header builder gives them
-    for data packets.
+    """Enters: one request per SACK, NACK, probe or port-status update. Leaves: the frame,
+    Ethernet / IPv6 / UDP / BTH / SETH (or NETH, or PETH to the probe QP, or ERTH), without its
+    ICRC (the ICRC inserter follows), and its ``frame`` record with the first beat, as the
+    header builder gives them for data packets.
 
     The EV goes where a data packet's does (UDP source port, flow label); the traffic class is
     CONTROL with ECT(0); BTH carries the PSN the acknowledgement is about. In SETH and NETH the
     PDC ids are QP numbers: spdcid this QP, dpdcid the peer's; ``entropy`` echoes the EV of the
     packet that triggered it. A probe's PETH names this QP (spdcid) and the peer's (dpdcid) and
-    carries the timestamp ``ack.ts``. One beat a cycle.
+    carries the timestamp ``ack.ts``. A port-status update is an ERTH, op PORT_STATUS, to the
+    peer's QP, with this NIC's port mask (``arg``) and ``ack.ts``. One beat a cycle.
 
     Attributes
     ----------
@@ -61,12 +65,13 @@ class AckBuilder(wiring.Component):
         L = self._width // 8
         r = self.req.payload
         a = r.ack
-        sack = a.kind == AckKind.SACK
-        probe = a.kind == AckKind.PROBE
-        n_sack, n_nack, n_probe = (ACK_BYTES[k] for k in AckKind)
+        n_max = max(ACK_BYTES.values())
         tc = (wire.DscpClass.CONTROL << 2) | 0b10
 
-        def stack(ip_payload, opcode, ext, dqp=r.dqp):
+        def stack(kind, ext):
+            n = ACK_BYTES[kind]
+            ip_payload = n - wire.ETHERNET.length - wire.IPV6.length + wire.ICRC_BYTES
+            dqp = wire.PROBE_DQP if kind == AckKind.PROBE else r.dqp
             return Cat(
                 header_bytes({"dst": r.dst_mac, "src": self.src_mac,
                               "ethertype": wire.ETHERTYPE_IPV6}, wire.ETHERNET),
@@ -75,34 +80,36 @@ class AckBuilder(wiring.Component):
                               "hop_limit": 64, "src": self.src_ip, "dst": r.dst_ip}, wire.IPV6),
                 header_bytes({"sport": r.ev[16:], "dport": wire.ROCE_UDP_PORT,
                               "length": ip_payload}, wire.UDP),
-                header_bytes({"opcode": opcode, "pkey": 0xFFFF, "dqp": dqp, "psn": a.psn},
-                             wire.BTH),
+                header_bytes({"opcode": _OPCODE[kind], "pkey": 0xFFFF, "dqp": dqp,
+                              "psn": a.psn}, wire.BTH),
                 ext)
 
-        def after_ip(n):
-            return n - wire.ETHERNET.length - wire.IPV6.length + wire.ICRC_BYTES
-
-        seth = header_bytes({
-            "m": a.m, "pr": a.pr, "ack_psn_offset": (a.psn - a.cack)[:16], "entropy": a.ev,
-            "spdcid": a.qp, "dpdcid": r.dqp[:16], "cack_psn": a.cack,
-            "sack_offset": a.sack_offset, "sack_bitmap": a.sack_bitmap, "tx_timestamp": a.ts,
-            "ooo_count": a.ooo_count, "rcvd_bytes": a.rcvd_bytes}, wire.SETH)
-        neth = header_bytes({
-            "nack_reason": a.nack_reason, "entropy": a.ev, "spdcid": a.qp,
-            "dpdcid": r.dqp[:16], "nack_psn": a.psn, "tx_timestamp": a.ts}, wire.NETH)
-        peth = header_bytes({"probe_id": r.entry, "spdcid": a.qp, "dpdcid": r.dqp[:16],
-                             "tx_timestamp": a.ts}, wire.PETH)
-        beats = -(-n_sack // L)
+        ext = {
+            AckKind.SACK: header_bytes({
+                "m": a.m, "pr": a.pr, "ack_psn_offset": (a.psn - a.cack)[:16], "entropy": a.ev,
+                "spdcid": a.qp, "dpdcid": r.dqp[:16], "cack_psn": a.cack,
+                "sack_offset": a.sack_offset, "sack_bitmap": a.sack_bitmap,
+                "tx_timestamp": a.ts, "ooo_count": a.ooo_count, "rcvd_bytes": a.rcvd_bytes},
+                wire.SETH),
+            AckKind.NACK: header_bytes({
+                "nack_reason": a.nack_reason, "entropy": a.ev, "spdcid": a.qp,
+                "dpdcid": r.dqp[:16], "nack_psn": a.psn, "tx_timestamp": a.ts}, wire.NETH),
+            AckKind.PROBE: header_bytes({"probe_id": r.arg, "spdcid": a.qp,
+                                         "dpdcid": r.dqp[:16], "tx_timestamp": a.ts}, wire.PETH),
+            AckKind.STATUS: header_bytes({"op": wire.EndpointOp.PORT_STATUS,
+                                          "port_status_mask": r.arg, "tx_timestamp": a.ts},
+                                         wire.ERTH),
+        }
+        beats = -(-n_max // L)
         frame = Signal(8 * L * beats)
-        m.d.comb += frame.eq(Mux(sack, stack(after_ip(n_sack), wire.Opcode.SACK, seth),
-                                 Mux(probe, stack(after_ip(n_probe), wire.Opcode.PROBE, peth,
-                                                  wire.PROBE_DQP),
-                                     stack(after_ip(n_nack), wire.Opcode.NACK, neth))))
-        total = Signal(range(n_sack + 1))
-        m.d.comb += total.eq(Mux(sack, n_sack, Mux(probe, n_probe, n_nack)))
+        total = Signal(range(n_max + 1))
+        with m.Switch(a.kind):
+            for kind in AckKind:
+                with m.Case(kind):
+                    m.d.comb += [frame.eq(stack(kind, ext[kind])), total.eq(ACK_BYTES[kind])]
 
         beat = Signal(range(beats))
-        left = Signal(range(n_sack + 1))
+        left = Signal(range(n_max + 1))
         m.d.comb += left.eq(total - beat * L)
         f = self.frame.payload
         m.d.comb += [f.ev.eq(r.ev), f.route.eq(r.route), f.tc.eq(tc),

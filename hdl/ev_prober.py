@@ -24,18 +24,16 @@ class EvProber(wiring.Component):
     Attributes
     ----------
     probe : Out(stream probe_layout(qps))
-    bad_qp : Out(range(qps)); bad : In(evs), that QP's ASSUMED_BAD entries (the spray
-        scheduler's view)
-    port_ready : In(planes): only entries on a ready plane are probed (entry i is on plane
-        i % planes), so a probe never waits for a port that is down
+    bad_qp : Out(range(qps)); bad : In(evs), that QP's ASSUMED_BAD entries on planes it may
+        use now (the spray scheduler's view), so a probe never waits for a port that is down
     interval : In(24), cycles between probes;  now : In(16), the TX timestamp counter
     """
 
-    def __init__(self, qps=16, evs=64, planes=2):
-        self._qps, self._evs, self._planes = qps, evs, planes
+    def __init__(self, qps=16, evs=64):
+        self._qps, self._evs = qps, evs
         super().__init__({
             "probe": Out(stream.Signature(probe_layout(qps))),
-            "bad_qp": Out(range(qps)), "bad": In(evs), "port_ready": In(planes),
+            "bad_qp": Out(range(qps)), "bad": In(evs),
             "interval": In(INTERVAL_BITS), "now": In(16),
         })
 
@@ -49,10 +47,8 @@ class EvProber(wiring.Component):
         entry = Signal(range(E))
         m.d.comb += self.bad_qp.eq(qp)
 
-        # The first bad entry on a ready plane at or after the QP's mark, wrapping.
-        P = self._planes
-        bad = Signal(E)
-        m.d.comb += bad.eq(self.bad & Cat(*[self.port_ready[i % P] for i in range(E)]))
+        # The first bad entry at or after the QP's mark, wrapping.
+        bad = self.bad
         start = Array(after)[qp]
         rotated = Signal(E)
         m.d.comb += rotated.eq(Cat(bad, bad).bit_select(start, E))
@@ -62,7 +58,10 @@ class EvProber(wiring.Component):
                 m.d.comb += first.eq(k)
 
         p = self.probe.payload
-        m.d.comb += [p.qp.eq(qp), p.entry.eq(entry), p.ts.eq(self.now)]
+        stamp = Signal(16)                    # held while offered: a payload keeps still
+        m.d.comb += [p.qp.eq(qp), p.entry.eq(entry), p.ts.eq(stamp)]
+        with m.If(~self.probe.valid | self.probe.ready):
+            m.d.sync += stamp.eq(self.now)
         with m.FSM():
             with m.State("WAIT"):
                 m.d.sync += timer.eq(timer + 1)

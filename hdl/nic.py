@@ -10,6 +10,7 @@ from .csr_bus import CSRBus
 from .ev_prober import EvProber
 from .host_memory import MemReadPort, MemWritePort
 from .plane_demux import plane_members
+from .port_status import PortStatusReporter
 from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
 from .retransmit_tracker import RelMode, RetransmitTracker
@@ -88,7 +89,8 @@ class Nic(wiring.Component):
         self._rx = RxPipeline(width, planes, qps, window, messages, max_frame, rx_timeout,
                               max_segments)
         self._rel = RetransmitTracker(qps, evs, planes, window)
-        self._prober = EvProber(qps, evs, planes)
+        self._prober = EvProber(qps, evs)
+        self._status = PortStatusReporter(qps, planes)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
@@ -118,6 +120,7 @@ class Nic(wiring.Component):
         m.submodules.rx = rx = self._rx
         m.submodules.rel = rel = self._rel
         m.submodules.prober = prober = self._prober
+        m.submodules.status = status = self._status
         planes = self._params["planes"]
         flip = wiring.flipped
 
@@ -169,13 +172,17 @@ class Nic(wiring.Component):
             wiring.connect(m, flip(getattr(self, f"rx_plane{p}")), getattr(rx, f"plane{p}"))
         wiring.connect(m, rx.mem, flip(self.rx_mem))
         wiring.connect(m, rx.cpl, flip(self.rx_cpl))
-        # The receive side's acknowledgements, and the prober's probes, leave through the TX
-        # side's acknowledgement path.
+        # The receive side's acknowledgements, the prober's probes and the port status leave
+        # through the TX side's acknowledgement path.
         wiring.connect(m, rx.ack, tx.ack)
         wiring.connect(m, prober.probe, tx.probe)
+        wiring.connect(m, status.status, tx.status)
         m.d.comb += [prober.bad.eq(tx.bad), tx.bad_qp.eq(prober.bad_qp),
-                     prober.port_ready.eq(tx.port_ready),
-                     prober.now.eq(tx.timestamp), prober.interval.eq(bank.rel_probe_interval)]
+                     prober.now.eq(tx.timestamp), prober.interval.eq(bank.rel_probe_interval),
+                     # the peers hear of the ports themselves: a plane disabled for sending
+                     # still receives
+                     status.port_ready.eq(self.port_ready), status.enable.eq(enabled),
+                     status.now.eq(tx.timestamp), status.interval.eq(bank.rel_status_interval)]
         m.d.comb += [tx.rx_ctx_addr.eq(rx.ctx_addr), rx.ctx.eq(tx.rx_ctx),
                      rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout)]
         for name in rx_counter_names():
@@ -187,6 +194,7 @@ class Nic(wiring.Component):
         wiring.connect(m, rel.retransmit, tx.rtx)
         wiring.connect(m, tx.sent, rel.sent)
         wiring.connect(m, tx.probed, rel.probed)
+        wiring.connect(m, rel.peer, tx.peer)
         m.d.comb += [rel.now.eq(tx.timestamp), tx.gate_open.eq(rel.gate_open),
                      rel.mode.as_value().eq(bank.rel_mode)]
         for name in ("qp", "psn", "length", "take"):
@@ -197,7 +205,8 @@ class Nic(wiring.Component):
         for name in ("cwnd", "inflight", "rtt", "srtt"):
             m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, f"view_{name}"))
         for name in REL_COUNTERS:
-            m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, name))
+            m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(tx if name == "status_sent"
+                                                                else rel, name))
 
         # ev.load: an entry, a spare or a clear of the staged QP's profile.
         ld = tx.ev_load.payload

@@ -70,7 +70,12 @@ class RetransmitTracker(wiring.Component):
       is tried again only after a timeout).
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: that packet is retransmitted at
       once; for TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
-      Other NACK reasons, ACKs and endpoint packets are counted under ``other``.
+      Other NACK reasons, ACKs and endpoint packets other than a port status are counted
+      under ``other``.
+    * Port status (ERTH, op PORT_STATUS, BTH dqp naming the QP): the planes its peer says it
+      can receive on go to the spray scheduler (``peer``), whatever the mode; a status with no
+      plane of this NIC up is impossible, and ignored. A QP that starts again takes its peer
+      to have every plane up.
     * A QP with packets outstanding and no progress of ``una`` for its RTO: the oldest
       outstanding packet, if it has itself been out that long, is retransmitted and its EV set
       ASSUMED_BAD; every hole may then be retransmitted again.
@@ -104,6 +109,7 @@ class RetransmitTracker(wiring.Component):
     feedback : In(stream transport_layout(planes)): SACK, NACK, ACK and endpoint packets.
     retransmit : Out(stream retransmit_layout)
     ev_update : Out(stream {qp, index, state})
+    peer : Out(stream {qp, planes}), always ready: the planes a QP's peer can receive on
     cpl : Out(stream completion_layout): work requests completed (status OK).
     gate_qp, gate_psn, gate_length : In; gate_open : Out, whether QP ``gate_qp`` may send
         PSN ``gate_psn`` (it is less than ``window`` past ``una``, and the QP's bytes in flight
@@ -114,7 +120,8 @@ class RetransmitTracker(wiring.Component):
         cwnd_min, cwnd_max : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
-    <counter> : Out(32) for each name in the register map's ``REL_COUNTERS``.
+    <counter> : Out(32) for each name in the register map's ``REL_COUNTERS`` but
+        ``status_sent`` (the TX side counts what it sends).
     """
 
     def __init__(self, qps=16, evs=64, planes=2, window=256):
@@ -134,6 +141,8 @@ class RetransmitTracker(wiring.Component):
             "ev_update": Out(stream.Signature(data.StructLayout({
                 "qp": range(qps), "index": range(evs), "state": EvState}))),
             "cpl": Out(stream.Signature(completion_layout(qps))),
+            "peer": Out(stream.Signature(data.StructLayout({
+                "qp": range(qps), "planes": planes}), always_ready=True)),
             "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_length": In(13),
             "gate_open": Out(1), "gate_take": In(1),
             "now": In(TIME_BITS),
@@ -142,7 +151,7 @@ class RetransmitTracker(wiring.Component):
             "cwnd_init": In(CWND_BITS), "cwnd_min": In(CWND_BITS), "cwnd_max": In(CWND_BITS),
             "view_qp": In(range(qps)), "view_cwnd": Out(CWND_BITS), "view_inflight": Out(32),
             "view_rtt": Out(TIME_BITS), "view_srtt": Out(TIME_BITS),
-            **{name: Out(32) for name in REL_COUNTERS},
+            **{name: Out(32) for name in REL_COUNTERS if name != "status_sent"},
         })
 
     def elaborate(self, platform):
@@ -279,6 +288,10 @@ class RetransmitTracker(wiring.Component):
         seth = header_view(fb.ext, wire.SETH, 0)
         neth = header_view(fb.ext, wire.NETH, 0)
         is_sack = fb.opcode == wire.Opcode.SACK
+        erth = header_view(fb.ext, wire.ERTH, 0)
+        is_status = ((fb.opcode == wire.Opcode.ENDPOINT_REQUEST)
+                     & (erth.op == wire.EndpointOp.PORT_STATUS))
+        status_planes = erth.port_status_mask[:self._planes]
         f_cack, f_off, f_bits = Signal(PSN_BITS), Signal(16), Signal(SACK_BITS)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
@@ -319,7 +332,8 @@ class RetransmitTracker(wiring.Component):
                 with m.If(self.init.valid):
                     iq = self.init.payload.qp
                     m.d.comb += [f_q.eq(iq), f_out_clr.eq(~0),
-                                 f_pend_clr.eq(~0)]
+                                 f_pend_clr.eq(~0), self.peer.valid.eq(1),
+                                 self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
                     for q in range(Q):
                         with m.If(iq == q):
                             m.d.sync += [una[q].eq(self.init.payload.psn),
@@ -338,8 +352,12 @@ class RetransmitTracker(wiring.Component):
                         f_ts.eq(Mux(is_sack, seth.tx_timestamp, neth.tx_timestamp)),
                         f_reason.eq(neth.nack_reason), f_psn.eq(neth.nack_psn), f_pr.eq(seth.pr),
                     ]
-                    with m.If(fb.qp >= Q):
+                    with m.If((fb.qp >= Q) | (is_status & ~status_planes.any())):
                         count("invalid")
+                    with m.Elif(is_status):
+                        m.d.comb += [self.peer.valid.eq(1), self.peer.payload.qp.eq(fb.qp),
+                                     self.peer.payload.planes.eq(status_planes)]
+                        count("status_received")
                     with m.Elif(off | ~(is_sack | (fb.opcode == wire.Opcode.NACK))):
                         count("other")
                     with m.Elif(is_sack & seth.pr):

@@ -37,6 +37,7 @@ class AckKind(enum.Enum, shape=2):
     SACK = 0
     NACK = 1
     PROBE = 2     # not an acknowledgement: the sender's probe of an ASSUMED_BAD EV (PETH)
+    STATUS = 3    # not an acknowledgement: this NIC's port status, told to a QP's peer (ERTH)
 
 
 def event_layout(qps):
@@ -51,7 +52,8 @@ def event_layout(qps):
 
 def ack_layout(qps):
     """A SACK or NACK for the TX side to frame (SETH / NETH fields; the rest zero); the TX
-    side also frames its probes (kind PROBE, ``qp`` and ``ts``) from this record."""
+    side also frames its probes (kind PROBE) and port-status updates (kind STATUS) from this
+    record, from ``qp`` and ``ts``."""
     return data.StructLayout({
         "kind": AckKind, "qp": range(qps),
         "psn": PSN_BITS,          # the PSN it is about (the triggering packet's)

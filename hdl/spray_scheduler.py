@@ -70,9 +70,14 @@ class SprayScheduler(wiring.Component):
         load operation.
     replaced : Out(32)
         ASSUMED_BAD EVs replaced by a spare.
+    peer : In(stream {qp, planes}), always ready
+        The planes QP ``qp``'s peer can receive on (its port status); every plane when a QP
+        starts. A QP uses only planes both ready here and up at its peer, unless that leaves
+        none: then the peer's word is not taken, as nothing (not even the acknowledgements that
+        could change it) could reach the peer at all.
     bad_qp : In(range(qps)); bad : Out(evs)
-        The entries of QP ``bad_qp`` that are ASSUMED_BAD (no spare took their place): what
-        may be probed.
+        The entries of QP ``bad_qp`` that are ASSUMED_BAD (no spare took their place) on a plane
+        the QP may use now: what may be probed.
     """
 
     def __init__(self, qps=16, evs=64, planes=2, backups=4):
@@ -99,6 +104,8 @@ class SprayScheduler(wiring.Component):
                 "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1}))),
             "ignored": Out(32),
             "replaced": Out(32),
+            "peer": In(stream.Signature(data.StructLayout({
+                "qp": qp_shape, "planes": planes}), always_ready=True)),
             "bad_qp": In(qp_shape), "bad": Out(evs),
         })
 
@@ -114,7 +121,23 @@ class SprayScheduler(wiring.Component):
         good = [Signal(E, name=f"good_q{q}") for q in range(Q)]
         denied = [Signal(E, name=f"denied_q{q}") for q in range(Q)]
         bad = [Signal(E, name=f"bad_q{q}") for q in range(Q)]        # ASSUMED_BAD, not replaced
-        m.d.comb += self.bad.eq(Array(bad)[self.bad_qp])
+        peer_up = [Signal(P, name=f"peer_up_q{q}", init=(1 << P) - 1) for q in range(Q)]
+        with m.If(self.peer.valid):
+            for q in range(Q):
+                with m.If(self.peer.payload.qp == q):
+                    m.d.sync += peer_up[q].eq(self.peer.payload.planes)
+
+        def ready_for(qsel):
+            """The planes QP ``qsel`` may use now."""
+            both = Signal(P)
+            ready = Signal(P)
+            m.d.comb += [both.eq(self.port_ready & Array(peer_up)[qsel]),
+                         ready.eq(Mux(both.any(), both, self.port_ready))]
+            return ready
+
+        bad_ready = ready_for(self.bad_qp)
+        m.d.comb += self.bad.eq(Array(bad)[self.bad_qp]
+                                & Cat(*[bad_ready[i % P] for i in range(E)]))
         skip_now = [Signal(E, name=f"skip_now_q{q}") for q in range(Q)]
         skip_next = [Signal(E, name=f"skip_next_q{q}") for q in range(Q)]
         size = [Signal(range(E + 1), name=f"size_q{q}") for q in range(Q)]
@@ -135,6 +158,7 @@ class SprayScheduler(wiring.Component):
         stall = s2_valid & ~self.grant.ready
 
         qp = self.request.payload.qp
+        port_ready = ready_for(qp)
         # Each (QP, plane) sprays in rounds: an EV used this round waits until every other
         # eligible EV of its plane has had its turn, so traffic spreads evenly however the good
         # EVs are scattered; within a round the order is pseudo-random.
@@ -150,7 +174,7 @@ class SprayScheduler(wiring.Component):
                                  (Const(1, E) << self.request.payload.avoid)[:E], 0))
         others = open_now & ~avoid
         others_ready = (Cat(*[Cat(*[others[i] for i in range(p, E, P)]).any()
-                              for p in range(P)]) & self.port_ready).any()
+                              for p in range(P)]) & port_ready).any()
         eligible = Signal(E)
         unused = Signal(E)
         m.d.comb += [eligible.eq(Mux(others_ready, others, open_now)),
@@ -163,7 +187,7 @@ class SprayScheduler(wiring.Component):
                          plane_bits[p].eq(Mux(renew[p], Cat(*[eligible[i]
                                                               for i in range(p, E, P)]), fresh))]
         usable = Signal(P)
-        m.d.comb += usable.eq(Cat(*[plane_bits[p].any() for p in range(P)]) & self.port_ready)
+        m.d.comb += usable.eq(Cat(*[plane_bits[p].any() for p in range(P)]) & port_ready)
         # Whether a ready plane has GOOD EVs at all, skipped or not: if only SKIP holds the
         # packet back, the rotation ends now rather than never.
         good_now = Signal(E)
@@ -174,7 +198,7 @@ class SprayScheduler(wiring.Component):
         only_skipped = Signal()
         m.d.comb += only_skipped.eq(~usable.any() & (Cat(*[
             Cat(*[good_now[i] for i in range(p, E, P)]).any() for p in range(P)])
-            & self.port_ready).any())
+            & port_ready).any())
 
         # Plane: the first usable one from the QP's turn onwards.
         cur_turn = Signal(range(P))
@@ -225,7 +249,7 @@ class SprayScheduler(wiring.Component):
         pick_plane = Signal(range(P))
         m.d.comb += [pick_index.eq(Mux(probe, entry, index)),
                      pick_plane.eq(Mux(probe, entry_plane, plane))]
-        can_pick = Mux(probe, self.port_ready.bit_select(entry_plane, 1), usable.any())
+        can_pick = Mux(probe, port_ready.bit_select(entry_plane, 1), usable.any())
         m.d.comb += self.request.ready.eq(~stall & can_pick)
         ev_rd = ev_mem.read_port(transparent_for=())
         m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(qp * E + pick_index)]

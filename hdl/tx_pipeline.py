@@ -13,7 +13,8 @@ from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_members
-from .qp_context import SrMode, context_write_layout, static_layout
+from .port_status import status_layout
+from .qp_context import QpState, SrMode, context_write_layout, static_layout
 from .retransmit_tracker import retransmit_layout, sent_layout
 from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
@@ -59,6 +60,8 @@ class TxPipeline(wiring.Component):
     ctx_write, ev_load, ev_update, template_write : management and reliability-engine ports
     ack : In(stream ack_layout(qps)), from the receive side
     probe : In(stream probe_layout(qps)), probes of ASSUMED_BAD entries (after acks)
+    status : In(stream status_layout(qps)), this NIC's port mask for a QP's peer (after
+        probes); sent as an ERTH when the QP is RTR or RTS, dropped otherwise
     rtx : In(stream retransmit_layout(qps, evs)), packets to send again
     sent : Out(stream sent_layout(qps, evs)), always ready: each data packet as granted its EV
     probed : Out(stream {qp, index, ev}), always ready: each probe (an ``ack`` of kind PROBE,
@@ -73,6 +76,9 @@ class TxPipeline(wiring.Component):
     requests : Out(32), work requests taken;  err_<reason> : Out(32), failed work requests by
     status (the register map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p> : Out(64)
     ev_refused, ev_replaced : Out(32), the spray scheduler's ``ignored`` and ``replaced``
+    status_sent : Out(32), port-status updates sent
+    peer : In(stream {qp, planes}), always ready: the planes a QP's peer can receive on (the
+        spray scheduler's)
     """
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
@@ -102,6 +108,9 @@ class TxPipeline(wiring.Component):
             "template_write": In(stream.Signature(template_layout(templates, max_usids))),
             "ack": In(stream.Signature(ack_layout(qps))),
             "probe": In(stream.Signature(probe_layout(qps))),
+            "status": In(stream.Signature(status_layout(qps))),
+            "peer": In(stream.Signature(spray_sig["peer"].signature.members["payload"].shape,
+                                        always_ready=True)),
             "rtx": In(stream.Signature(retransmit_layout(qps, evs))),
             "sent": Out(stream.Signature(sent_layout(qps, evs), always_ready=True)),
             "probed": Out(stream.Signature(data.StructLayout({
@@ -113,6 +122,7 @@ class TxPipeline(wiring.Component):
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
             "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
+            "status_sent": Out(32),
             **{f"err_{r}": Out(32) for r in TX_ERROR_REASONS},
             **plane_members(width, planes),
         }
@@ -131,6 +141,7 @@ class TxPipeline(wiring.Component):
         wiring.connect(m, flip(self.ctx_write), seg.ctx_write)
         wiring.connect(m, flip(self.ev_load), spray.load)
         wiring.connect(m, flip(self.ev_update), spray.update)
+        wiring.connect(m, flip(self.peer), spray.peer)
         wiring.connect(m, flip(self.template_write), srv6.template_write)
         wiring.connect(m, build.mem, flip(self.mem))
         wiring.connect(m, icrc.o, srv6.i)
@@ -149,27 +160,43 @@ class TxPipeline(wiring.Component):
             m.d.comb += [getattr(self, f"frames{p}").eq(getattr(demux, f"frames{p}")),
                          getattr(self, f"bytes{p}").eq(getattr(demux, f"bytes{p}"))]
 
-        # An acknowledgement (or, when none waits, a probe) first has its QP's context read (a
-        # cycle), then asks for an EV.
+        # An acknowledgement (or, when none waits, a probe, then a port-status update) first has
+        # its QP's context read (a cycle), then asks for an EV.
         Q = self._qps
         peer = data.StructLayout({"dqp": 24, "dst_mac": 48, "dst_ip": 128, "template": 8,
                                   "mode": SrMode})
         ack = Signal(ack_layout(Q))
-        entry = Signal(16)                # a probe's profile entry
+        arg = Signal(16)                  # a probe's profile entry, a status's port mask
         ack_state = Signal(2)             # 0 empty, 1 context being read, 2 ready to ask
         m.d.comb += [self.ack.ready.eq(ack_state == 0),
                      self.probe.ready.eq((ack_state == 0) & ~self.ack.valid),
+                     self.status.ready.eq((ack_state == 0) & ~self.ack.valid
+                                          & ~self.probe.valid),
                      seg.ack_addr.eq(Mux(ack_state != 0, ack.qp,
                                          Mux(self.ack.valid, self.ack.payload.qp,
-                                             self.probe.payload.qp)))]
+                                             Mux(self.probe.valid, self.probe.payload.qp,
+                                                 self.status.payload.qp))))]
         with m.If(self.ack.valid & self.ack.ready):
-            m.d.sync += [ack.eq(self.ack.payload), entry.eq(0), ack_state.eq(1)]
+            m.d.sync += [ack.eq(self.ack.payload), arg.eq(0), ack_state.eq(1)]
         with m.Elif(self.probe.valid & self.probe.ready):
             pr = self.probe.payload
             m.d.sync += [ack.eq(0), ack.kind.eq(AckKind.PROBE), ack.qp.eq(pr.qp),
-                         ack.ts.eq(pr.ts), entry.eq(pr.entry), ack_state.eq(1)]
+                         ack.ts.eq(pr.ts), arg.eq(pr.entry), ack_state.eq(1)]
+        with m.Elif(self.status.valid & self.status.ready):
+            st = self.status.payload
+            m.d.sync += [ack.eq(0), ack.kind.eq(AckKind.STATUS), ack.qp.eq(st.qp),
+                         ack.ts.eq(st.ts), arg.eq(st.mask), ack_state.eq(1)]
         with m.If(ack_state == 1):
             m.d.sync += ack_state.eq(2)
+        # A port-status update is only for a peer the QP talks to.
+        peer_state = seg.ack_static.state
+        status_dropped = Signal()
+        offered = Signal()                # a request was offered last cycle and not taken...
+        m.d.comb += status_dropped.eq((ack_state == 2) & ~offered & (ack.kind == AckKind.STATUS)
+                                      & (peer_state != QpState.RTR) & (peer_state != QpState.RTS))
+        with m.If(status_dropped):
+            m.d.sync += ack_state.eq(0)
+        ack_ready = (ack_state == 2) & ~status_dropped
 
         # A retransmission, likewise, has its QP's context read first.
         rtx = Signal(self.rtx.payload.shape())
@@ -188,15 +215,14 @@ class TxPipeline(wiring.Component):
         waiting = _Fifo(m, "waiting", data.StructLayout({
             "pkt": packet_descriptor_layout(Q), "static": static_layout()}), 4)
         acks_waiting = _Fifo(m, "acks_waiting", data.StructLayout({
-            "ack": ack_layout(Q), "entry": 16, "peer": peer}), 4)
+            "ack": ack_layout(Q), "arg": 16, "peer": peer}), 4)
         asked = _Fifo(m, "asked", data.StructLayout({"ack": 1}), 8)
-        offered = Signal()                # a request was offered last cycle and not taken...
         offered_ack = Signal()            # ...and it was an acknowledgement's
         offered_rtx = Signal()            # ...or a retransmission's
         ack_asks, rtx_asks = Signal(), Signal()
         m.d.comb += [
-            ack_asks.eq(Mux(offered, offered_ack, ack_state == 2)),
-            rtx_asks.eq(Mux(offered, offered_rtx, (ack_state != 2) & (rtx_state == 2))),
+            ack_asks.eq(Mux(offered, offered_ack, ack_ready)),
+            rtx_asks.eq(Mux(offered, offered_rtx, ~ack_ready & (rtx_state == 2))),
             self.gate_qp.eq(seg.pkt.payload.qp), self.gate_psn.eq(seg.pkt.payload.psn),
             self.gate_length.eq(seg.pkt.payload.length),
             self.gate_take.eq(seg.pkt.valid & seg.pkt.ready),
@@ -210,7 +236,7 @@ class TxPipeline(wiring.Component):
                                             Mux(rtx_asks, rtx.pkt.qp, seg.pkt.payload.qp))),
             spray.request.payload.retry.eq(rtx_asks), spray.request.payload.avoid.eq(rtx.avoid),
             spray.request.payload.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)),
-            spray.request.payload.entry.eq(entry),
+            spray.request.payload.entry.eq(arg),
             spray.request.valid.eq(req_valid),
             seg.pkt.ready.eq(new_asks & self.gate_open & room & spray.request.ready),
             asked.f.w_en.eq(took), asked.f.w_data.eq(ack_asks),
@@ -220,6 +246,8 @@ class TxPipeline(wiring.Component):
                      offered_rtx.eq(rtx_asks)]
         with m.If(took & ack_asks):
             m.d.sync += ack_state.eq(0)
+            with m.If(ack.kind == AckKind.STATUS):
+                m.d.sync += self.status_sent.eq(self.status_sent + 1)
         with m.If(took & rtx_asks):
             m.d.sync += rtx_state.eq(0)
         w = waiting.layout(waiting.f.w_data)
@@ -228,7 +256,7 @@ class TxPipeline(wiring.Component):
         with m.Else():
             m.d.comb += [w.pkt.eq(seg.pkt.payload), w.static.eq(seg.pkt_static)]
         aw = acks_waiting.layout(acks_waiting.f.w_data)
-        m.d.comb += [aw.ack.eq(ack), aw.entry.eq(entry)]
+        m.d.comb += [aw.ack.eq(ack), aw.arg.eq(arg)]
         for name, _ in peer:
             m.d.comb += aw.peer[name].eq(seg.ack_static[name])
 
@@ -251,7 +279,7 @@ class TxPipeline(wiring.Component):
         acks_granted = _Fifo(m, "acks_granted", ackb.req.payload.shape(), 4)
         areq = acks_granted.layout(acks_granted.f.w_data)
         m.d.comb += [
-            areq.ack.eq(ahead.ack), areq.entry.eq(ahead.entry), areq.ev.eq(grant.ev),
+            areq.ack.eq(ahead.ack), areq.arg.eq(ahead.arg), areq.ev.eq(grant.ev),
             areq.dqp.eq(ahead.peer.dqp),
             areq.dst_mac.eq(ahead.peer.dst_mac), areq.dst_ip.eq(ahead.peer.dst_ip),
             areq.route.template.eq(ahead.peer.template), areq.route.mode.eq(ahead.peer.mode),

@@ -303,10 +303,12 @@ def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
 @_refusals_checked
 def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = None,
                     rto_min: int | None = None, rto_max: int | None = None,
-                    probe_interval: int | None = None) -> Program:
+                    probe_interval: int | None = None,
+                    status_interval: int | None = None) -> Program:
     """How lost packets are recovered (:class:`RelMode`), the SACK reorder threshold in PSNs,
-    the RTO bounds and the interval between probes of ASSUMED_BAD EVs in cycles (0: never); a
-    value left ``None`` stays as it is."""
+    the RTO bounds, the interval between probes of ASSUMED_BAD EVs and between repeats of the
+    port status to the peers, in cycles (0: never, and only on port changes); a value left
+    ``None`` stays as it is."""
     try:
         mode = RelMode(mode)
     except ValueError:
@@ -316,15 +318,15 @@ def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = Non
         low, top = (0, 65535) if what == "reorder" else (1, RTO_LIMIT)
         if v is not None and (not isinstance(v, int) or not low <= v <= top):
             raise RegisterError(f"{what} must be {low} .. {top}, not {v!r}")
-    top = (1 << by_name("rel.probe_interval").width) - 1
-    if probe_interval is not None and (not isinstance(probe_interval, int)
-                                       or not 0 <= probe_interval <= top):
-        raise RegisterError(f"probe_interval must be 0 .. {top}, not {probe_interval!r}")
+    for what, v in (("probe_interval", probe_interval), ("status_interval", status_interval)):
+        top = (1 << by_name(f"rel.{what}").width) - 1
+        if v is not None and (not isinstance(v, int) or not 0 <= v <= top):
+            raise RegisterError(f"{what} must be 0 .. {top}, not {v!r}")
     if rto_min is not None and rto_max is not None and rto_min > rto_max:
         raise RegisterError(f"rto_min ({rto_min}) is above rto_max ({rto_max})")
     yield from write("rel.mode", mode.value)
     for what, v in (("reorder", reorder), ("rto_min", rto_min), ("rto_max", rto_max),
-                    ("probe_interval", probe_interval)):
+                    ("probe_interval", probe_interval), ("status_interval", status_interval)):
         if v is not None:
             yield from write(f"rel.{what}", v)
 

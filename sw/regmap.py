@@ -137,7 +137,7 @@ def _rx_registers():
 
 
 #: What the sender's reliability engine counts, in the order the gateware numbers them
-#: (hdl/retransmit_tracker.py has an output for each).
+#: (hdl/retransmit_tracker.py has an output for each but ``status_sent``, the TX side's).
 REL_COUNTERS = {
     "rtx_sack": "packets retransmitted because SACKs showed them missing",
     "rtx_trim": "packets retransmitted because the peer NACKed them TRIMMED or "
@@ -152,9 +152,13 @@ REL_COUNTERS = {
     "completions": "work requests completed",
     "stale": "SACKs and NACKs about what was already acknowledged (ignored)",
     "invalid": "feedback ignored as impossible: any for an unknown QP; a SACK or NACK naming a "
-               "PSN never sent, or a SACK saying its cumulative PSN both missing and arrived",
-    "other": "feedback with nothing for the sender (ACK, endpoint, other NACK reasons; with "
-             "rel.mode OFF, every SACK and NACK for a known QP)",
+               "PSN never sent, or a SACK saying its cumulative PSN both missing and arrived; a "
+               "port status with no plane of this NIC up",
+    "other": "feedback with nothing for the sender (ACK, endpoint responses and EV_PROBE "
+             "requests, other NACK reasons; with rel.mode OFF, every SACK and NACK for a known QP)",
+    "status_sent": "port-status updates (ERTH) sent to QPs' peers",
+    "status_received": "port-status updates received and applied (the planes a QP's peer can "
+                       "receive on)",
 }
 
 
@@ -196,6 +200,9 @@ def _rel_registers():
         _r("rel", "probe_interval", 0x7A0, 24, "RW", 16384,
            "Cycles between probes of ASSUMED_BAD EVs (one probe each time, QPs and entries in "
            "turn); 0: never."),
+        _r("rel", "status_interval", 0x7A4, 24, "RW", 65536,
+           "Cycles between repeats of this NIC's port status to every RTR/RTS QP's peer (it is "
+           "also sent at once when a port goes down or comes back); 0: only on changes."),
         _r("rel", "view_qp", 0x72C, 16, "RW", 0,
            "The QP rel.cwnd, rel.inflight, rel.rtt and rel.srtt show."),
         _r("rel", "cwnd", 0x730, 24, "RO", 0, "The congestion window of QP rel.view_qp, in bytes."),

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 
 __all__ = [
-    "Field", "Header", "Opcode", "NackReason", "SackMark", "DscpClass",
+    "Field", "Header", "Opcode", "NackReason", "SackMark", "EndpointOp", "DscpClass",
     "ETHERNET", "IPV6", "SRH", "UDP", "BTH", "METH", "TSETH", "RETH", "IMMDT", "AETH",
     "SETH", "NETH", "PETH", "ERTH", "EETH", "MRC_HEADERS", "ALL_HEADERS",
     "ROCE_UDP_PORT", "ETHERTYPE_IPV6", "IPPROTO_UDP", "IPPROTO_IPV6", "IPPROTO_ROUTING",
@@ -67,6 +67,13 @@ class SackMark(enum.IntEnum):
     NONE = 0
     SKIP_ONCE = 1
     ALWAYS_SKIP = 2
+
+
+class EndpointOp(enum.IntEnum):
+    """ERTH / EETH ``op`` (numbers chosen by this project). This NIC probes EVs with PETH, so
+    it sends only PORT_STATUS; an EV_PROBE it receives is counted and otherwise ignored."""
+    EV_PROBE = 1
+    PORT_STATUS = 2
 
 
 class DscpClass(enum.IntEnum):
@@ -285,14 +292,16 @@ PETH = _h("PETH", "Probe Extended Transport Header", "16 bytes; opcode 0xDE.",
           F("tsr", 16, "timestamp reflected"), F("ftype", 8), F("reserved", 24, reserved=True))
 
 ERTH = _h("ERTH", "Endpoint Request Transport Header", "16 bytes; opcode 0xD8 (EV probe, port status).",
-          F("op", 8, choice="op 8, 24 reserved, port_status_mask 32, tx_timestamp 16, 48 reserved"),
+          F("op", 8, enum=EndpointOp,
+            choice="op 8, 24 reserved, port_status_mask 32, tx_timestamp 16, 48 reserved; BTH "
+            "dqp names the receiver's QP whose peer the status is about"),
           F("resv24", 24, reserved=True),
           F("port_status_mask", 32, "bit p set = the sender's port on plane p is up"),
           F("tx_timestamp", 16), F("resv48", 48, reserved=True))
 
 EETH = _h("EETH", "Endpoint Response Transport Header", "36 bytes; opcode 0xD9.",
-          F("op", 8, choice="op 8, 24 reserved, port_status_mask 32, tx_timestamp 16, "
-            "echo_timestamp 16, 192 reserved"),
+          F("op", 8, enum=EndpointOp, choice="op 8, 24 reserved, port_status_mask 32, "
+            "tx_timestamp 16, echo_timestamp 16, 192 reserved"),
           F("resv24", 24, reserved=True), F("port_status_mask", 32),
           F("tx_timestamp", 16), F("echo_timestamp", 16), F("resv192", 192, reserved=True))
 

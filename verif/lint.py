@@ -23,6 +23,7 @@ from mrcnic.hdl.spray_scheduler import SprayScheduler
 from mrcnic.hdl.srv6_encap import Srv6Encapsulator
 from mrcnic.hdl.stream import PacketFIFO, PacketRegSlice
 from mrcnic.verif.harness import verilator_env
+from mrcnic.verif.toplevel import AxisTop
 
 BLOCKS = {
     **{f"icrc_inserter_w{w}": (lambda w=w: IcrcInserter(w)) for w in (64, 512)},
@@ -38,7 +39,9 @@ BLOCKS = {
     **{f"rx_ingress_w{w}": (lambda w=w: RxIngress(w, planes=3)) for w in (64, 512)},
     **{f"rx_front_w{w}": (lambda w=w: RxFront(w, planes=2, max_frame=2048)) for w in (64, 512)},
     "reorder_tracker": lambda: ReorderTracker(qps=16, window=256),
-    "spray_scheduler": lambda: SprayScheduler(qps=4, evs=64, planes=2, backups=2),
+    # An always-ready input stream's ready is a constant, which cannot be a port of its own:
+    # the simulation top-level gives it one, as the testbenches see it.
+    "spray_scheduler": lambda: AxisTop(SprayScheduler(qps=4, evs=64, planes=2, backups=2)),
 }
 
 # Amaranth's Verilog is machine-written: it declares every intermediate net, slices wide values
@@ -55,7 +58,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in BLOCKS.items():
             src = Path(tmp) / f"{name}.v"
-            src.write_text(verilog.convert(make(), name=name, emit_src=False))
+            block = make()
+            src.write_text(verilog.convert(block, name=name, ports=getattr(block, "ports", None),
+                                           emit_src=False))
             r = subprocess.run(["verilator", *FLAGS, "--top-module", name, str(src)],
                                capture_output=True, text=True)
             out = "\n".join(ln for ln in (r.stdout + r.stderr).splitlines()

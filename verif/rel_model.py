@@ -71,18 +71,41 @@ class _Qp:
 
 class Sender:
     def __init__(self, qps: int, window: int, reorder: int = 8,
-                 mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None):
+                 mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None, planes: int = 2):
         self.qps, self.window, self.reorder, self.mode = qps, window, reorder, RelMode(mode)
+        self.planes = planes
         self.cc = cc or Congestion()
         self.q = [_Qp(cwnd=self.cc.cwnd_init) for _ in range(qps)]
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
         self.probes = {}          # qp -> (index, EV) of its latest probe
+        self.peer = [(1 << planes) - 1] * qps     # planes each QP's peer can receive on
 
     def _d(self, a, b):
         return (a - b) % PSN_MOD
 
     def init(self, qp: int, psn: int):
         self.q[qp] = _Qp(una=psn, nxt=psn, high=psn, cwnd=self.cc.cwnd_init)
+        self.peer[qp] = (1 << self.planes) - 1
+
+    def endpoint(self, qp: int, op: int, mask: int = 0):
+        """An ERTH for QP ``qp``: a port status sets the planes its peer can receive on."""
+        mask &= (1 << self.planes) - 1
+        if qp >= self.qps or (op == wire.EndpointOp.PORT_STATUS and not mask):
+            self.counters["invalid"] += 1
+        elif op == wire.EndpointOp.PORT_STATUS:
+            self.peer[qp] = mask
+            self.counters["status_received"] += 1
+        else:
+            self.counters["other"] += 1
+
+    def status_sent(self):
+        """This NIC told a QP's peer its port status."""
+        self.counters["status_sent"] += 1
+
+    def planes_for(self, qp: int, port_ready: int) -> int:
+        """The planes QP ``qp`` may send on: ready here and up at its peer, unless none is."""
+        both = port_ready & self.peer[qp]
+        return both or port_ready
 
     def sample(self, qp: int, ecn: bool, rtt: int):
         """An accepted SACK's RTT sample: the smoothed RTT as TCP keeps it, and NSCC's window."""

@@ -21,7 +21,7 @@ from scapy.layers.l2 import Ether
 from mrcnic import driver, wire
 from mrcnic import layers as L
 from mrcnic.evmap import ev_split, format_addr
-from mrcnic.hdl.qp_context import SrMode
+from mrcnic.hdl.qp_context import QpState, SrMode
 from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
@@ -44,7 +44,7 @@ class Rig:
 
     @classmethod
     async def start(cls, dut, mode=RelMode.SELECTIVE, reorder=4, rto=LONG_RTO, cc=None,
-                    probe_interval=0):
+                    probe_interval=0, states=None):
         self = cls()
         p = self.p = params()
         self.dut = dut
@@ -55,12 +55,14 @@ class Rig:
                                    reliability={"mode": mode, "reorder": reorder,
                                                 "rto_min": rto, "rto_max": rto,
                                                 "probe_interval": probe_interval},
-                                   congestion=dataclasses.asdict(cc) if cc else None)
-        self.model = Sender(self.Q, p["window"], reorder, mode, cc)
+                                   congestion=dataclasses.asdict(cc) if cc else None,
+                                   states=states)
+        self.model = Sender(self.Q, p["window"], reorder, mode, cc, self.P)
         for q in range(self.Q):
             self.model.init(q, self.cfg.qps[q].next_psn)
         self.frames = []
         self.probes = []        # probe frames, apart from the data frames
+        self.statuses = []      # port-status (ERTH) frames
         self.arrival = {}       # frame -> the cycle it arrived
         self.sinks = [sink(dut, f"plane{pl}") for pl in range(self.P)]
         for pl in range(self.P):
@@ -78,9 +80,10 @@ class Rig:
         while True:
             frame = bytes((await self.sinks[pl].recv()).tdata)
             self.arrival[frame] = int(get_sim_time("ns")) // CLOCK_NS
-            probe = Ether(frame)[L.BTH].opcode == wire.Opcode.PROBE
+            op = Ether(frame)[L.BTH].opcode
             # the list take() left, not the one it took
-            (self.probes if probe else self.frames).append((pl, frame))
+            {wire.Opcode.PROBE: self.probes, wire.Opcode.ENDPOINT_REQUEST: self.statuses}.get(
+                op, self.frames).append((pl, frame))
 
     async def post(self, q, packets):
         """A WRITE of ``packets`` MTUs of random bytes on QP ``q``; returns its PSNs."""
@@ -548,8 +551,10 @@ async def probes_bring_a_bad_ev_back(dut):
 
     # While the bad EV's plane is down it is not probed (a probe would wait for the port).
     P = rig.P
-    dut.port_ready.value = ((1 << P) - 1) & ~(1 << rig.cfg.layout.plane(bad))
+    down = ((1 << P) - 1) & ~(1 << rig.cfg.layout.plane(bad))
+    dut.port_ready.value = down
     await ClockCycles(dut.clk, 2 * interval)
+    await statuses(rig, range(rig.Q), down, down, "the bad EV's plane down")
     while rig.probes:                        # any that left before the port went down
         await next_probe()
     await ClockCycles(dut.clk, 2 * interval)
@@ -557,6 +562,7 @@ async def probes_bring_a_bad_ev_back(dut):
     dut.port_ready.value = (1 << P) - 1
     await next_probe()
     await next_probe()                       # unanswered: it goes again
+    await statuses(rig, range(rig.Q), (1 << P) - 1, (1 << P) - 1, "the bad EV's plane back")
     una = (p0 + 4) % PSN_MOD
     out = await rig.sack(q, una, pr=1, entropy=bad ^ 0x10)
     assert out.ev_updates == []
@@ -574,3 +580,142 @@ async def probes_bring_a_bad_ev_back(dut):
     assert len(rig.probes) == start == 0, "probes went on with no EV bad"
     await rig.counters()
     assert rig.model.counters["probes_sent"] >= 3 and rig.model.counters["probes_answered"] == 1
+
+
+def control_frame(rig, q, ev, ext, opcode, dqp):
+    """What the NIC sends QP ``q``'s peer on EV ``ev``: a control frame carrying ``ext``, built
+    by scapy (ICRC included) and routed as the QP's data is."""
+    peer = rig.cfg.qps[q]
+    sport, fl = ev_split(ev)
+    want = Ether(raw(Ether(src=SRC_MAC, dst=peer.dst_mac)
+                     / IPv6(src=format_addr(SRC_IP), dst=format_addr(peer.dst_ip),
+                            tc=CONTROL_TC, fl=fl, hlim=64)
+                     / UDP(sport=sport, dport=wire.ROCE_UDP_PORT, chksum=0)
+                     / L.BTH(opcode=int(opcode), pkey=0xFFFF, dqp=dqp, psn=0) / ext))
+    mode = rig.cfg.modes[q]
+    if mode is not SrMode.PLAIN:
+        want = encapsulate(want, rig.cfg.templates[q % rig.p["templates"]], rig.cfg.layout, ev,
+                           src=OUTER_SRC, force_srh=mode is SrMode.USID_SRH)
+    return raw(want)
+
+
+async def statuses(rig, qps, mask, ready, what):
+    """Exactly one port-status update per QP of ``qps``, each with ``mask``, each byte for byte
+    the ERTH scapy builds, on an EV of the QP's profile on a plane of ``ready``."""
+    for _ in range(300):
+        if len(rig.statuses) >= len(qps):
+            break
+        await ClockCycles(rig.dut.clk, 10)
+    await ClockCycles(rig.dut.clk, 400)
+    got, rig.statuses = rig.statuses, []
+    qps = list(qps)
+    to = sorted(Ether(f)[L.BTH].dqp - 0x200 for _, f in got)
+    assert to == sorted(qps), f"{what}: port status to QPs {to}, expected {sorted(qps)}"
+    for pl, frame in got:
+        q = Ether(frame)[L.BTH].dqp - 0x200
+        ev = sent_ev(frame)
+        assert ev in rig.cfg.profiles[q] and pl == rig.cfg.layout.plane(ev), \
+            f"{what}: QP {q}'s status on EV {ev:#x}, plane {pl}"
+        assert ready >> pl & 1, f"{what}: QP {q}'s status left on plane {pl}, which is down"
+        ts = Ether(frame)[L.ERTH].tx_timestamp
+        erth = L.ERTH(op=wire.EndpointOp.PORT_STATUS, port_status_mask=mask, tx_timestamp=ts)
+        assert_frames_equal(control_frame(rig, q, ev, erth, wire.Opcode.ENDPOINT_REQUEST,
+                                          rig.cfg.qps[q].dqp), frame, f"{what} (QP {q})")
+        rig.model.status_sent()
+
+
+@cocotb.test()
+async def the_peers_hear_of_port_changes(dut):
+    """A port going down, and coming back, is told at once to the peer of every RTR or RTS QP
+    (an ERTH on a plane still up); with rel.status_interval set it is repeated; a QP in INIT
+    hears nothing, and nothing is sent while the NIC is disabled."""
+    P = params()["planes"]
+    idle = P - 1 if P > 1 else 0
+    rig = await Rig.start(dut, states={idle: QpState.INIT})
+    talking = [q for q in range(rig.Q) if q != idle]
+    every = (1 << P) - 1
+    await ClockCycles(dut.clk, 500)
+    assert rig.statuses == [], "a port status with no port changed"
+    down = every & ~0b10
+    dut.port_ready.value = down
+    await statuses(rig, talking, down, down, "plane 1 down")
+    # Packets meanwhile keep to the planes that are up.
+    psns = await rig.post(0, 8)
+    await rig.send_new(8, "while plane 1 is down")
+    assert all(rig.cfg.layout.plane(rig.ev_of[(0, p)][0]) != 1 for p in psns)
+    await rig.completions(await rig.sack(0, psns[-1] + 1), "while plane 1 is down")
+    dut.port_ready.value = every
+    await statuses(rig, talking, every, every, "plane 1 back")
+    # Repeats: each QP hears again every interval.
+    interval = 3000
+    await rig.cfg.regs.run(driver.set_reliability(RelMode.SELECTIVE, status_interval=interval))
+    await ClockCycles(dut.clk, interval - 400)
+    await statuses(rig, talking, every, every, "the first repeat")
+    await ClockCycles(dut.clk, interval - 1200)
+    await statuses(rig, talking, every, every, "the second repeat")
+    await rig.cfg.regs.run(driver.set_reliability(RelMode.SELECTIVE, status_interval=0))
+    # Disabled, the NIC tells nobody; enabled again, a port it finds down is told.
+    await rig.cfg.regs.run(driver.set_enabled(False))
+    await ClockCycles(dut.clk, 500)
+    rig.statuses.clear()
+    dut.port_ready.value = down
+    await ClockCycles(dut.clk, 1000)
+    assert rig.statuses == [], "a port status while the NIC was disabled"
+    await rig.cfg.regs.run(driver.set_enabled(True))
+    await statuses(rig, talking, down, down, "enabled with plane 1 down")
+    dut.port_ready.value = every
+    await statuses(rig, talking, every, every, "plane 1 back again")
+    await rig.counters()
+    assert rig.model.counters["status_sent"] == 6 * len(talking)
+
+
+@cocotb.test()
+async def a_peer_port_status_steers_the_spray(dut):
+    """An ERTH port status from a QP's peer limits that QP (and no other) to the planes the
+    peer can receive on, at once, until the next status says otherwise; a status with no
+    plane up, or for a QP the NIC lacks, is counted invalid and changes nothing; an EV_PROBE
+    request is counted as other. A peer's word never leaves a QP without a plane: with its
+    only plane down here, the QP uses the ones that are up."""
+    rig = await Rig.start(dut)
+    P, E = rig.P, rig.p["evs"]
+    every = (1 << P) - 1
+    q, other = 1, 2
+
+    async def status(qp, mask, op=wire.EndpointOp.PORT_STATUS):
+        await rig.inject(L.ERTH(op=op, port_status_mask=mask, tx_timestamp=0x1234),
+                         wire.Opcode.ENDPOINT_REQUEST, qp)
+        rig.model.endpoint(qp, op, mask)
+
+    async def planes_used(qp, ready, what):
+        psns = await rig.post(qp, 2 * E)
+        await rig.send_new(2 * E, what)
+        used = {rig.cfg.layout.plane(rig.ev_of[(qp, p)][0]) for p in psns}
+        allowed = rig.model.planes_for(qp, ready)
+        assert used == {p for p in range(P) if allowed >> p & 1}, \
+            f"{what}: QP {qp} used planes {sorted(used)}, may use {allowed:#b}"
+        out = await rig.sack(qp, psns[-1] + 1)
+        await rig.completions(out, what)
+
+    await planes_used(q, every, "before any status")
+    await status(q, 0b01)
+    await planes_used(q, every, "its peer's plane 1 down")
+    await planes_used(other, every, "another QP, its peer's planes up")
+    await status(q, 0b10)
+    await planes_used(q, every, "its peer's plane 0 down")
+    await status(q, 0)                                   # nothing up: impossible
+    await status(rig.Q + 3, 0b01)                        # no such QP
+    await status(q, 0b01, wire.EndpointOp.EV_PROBE)      # not a port status
+    await rig.inject(L.EETH(op=wire.EndpointOp.PORT_STATUS, port_status_mask=0b01),
+                     wire.Opcode.ENDPOINT_RESPONSE, q)
+    rig.model.counters["other"] += 1                     # a response asks nothing of us
+    await planes_used(q, every, "after statuses that must change nothing")
+    # Its peer's only plane is down here: the QP uses what is up rather than stop.
+    dut.port_ready.value = every & ~0b10
+    await statuses(rig, range(rig.Q), every & ~0b10, every & ~0b10, "plane 1 down here")
+    await planes_used(q, every & ~0b10, "its peer's only plane down here")
+    dut.port_ready.value = every
+    await statuses(rig, range(rig.Q), every, every, "plane 1 back here")
+    await status(q, every)
+    await planes_used(q, every, "its peer's planes all up again")
+    await rig.counters()
+    assert rig.model.counters["status_received"] == 3

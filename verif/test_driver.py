@@ -132,10 +132,11 @@ def test_qp_and_template_land_in_their_registers():
 def test_reliability_settings_land_in_their_registers():
     bus, c = nic()
     c.run(driver.set_reliability(RelMode.GO_BACK_N, reorder=3, rto_min=500, rto_max=9000,
-                                 probe_interval=0))
+                                 probe_interval=0, status_interval=5000))
     written = {regmap.by_offset(o).path: v for o, v in bus.writes}
     assert written == {"rel.mode": RelMode.GO_BACK_N.value, "rel.reorder": 3,
-                       "rel.rto_min": 500, "rel.rto_max": 9000, "rel.probe_interval": 0}
+                       "rel.rto_min": 500, "rel.rto_max": 9000, "rel.probe_interval": 0,
+                       "rel.status_interval": 5000}
     bus.writes.clear()
     c.run(driver.set_reliability(RelMode.OFF))
     assert [(regmap.by_offset(o).path, v) for o, v in bus.writes] == [
@@ -150,6 +151,8 @@ def test_reliability_settings_land_in_their_registers():
     (dict(rto_min=900, rto_max=800), "above rto_max"),
     (dict(probe_interval=1 << 24), "probe_interval must be 0"),
     (dict(probe_interval=-5), "probe_interval must be 0"),
+    (dict(status_interval=1 << 24), "status_interval must be 0"),
+    (dict(status_interval=2.5), "status_interval must be 0"),
 ])
 def test_bad_reliability_settings_are_refused_before_any_write(kw, match):
     bus, c = nic()

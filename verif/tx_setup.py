@@ -50,9 +50,11 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
     parameters). ``receive`` ({qp: RxQp}) gives QPs their receive side (memory region, first
     PSN and MSN expected), mapped in host memory behind the NIC's write port too; ``states``
     ({qp: QpState}) overrides a QP's state. ``reliability`` ({mode, reorder, rto_min,
-    rto_max}, as :func:`driver.set_reliability`) sets the reliability engine; without it, it
-    is OFF, as no peer answers what these tests send. ``congestion`` ({target_rtt, cwnd_init,
-    ...}, as :func:`driver.set_congestion`) is set before any QP starts."""
+    rto_max, ...}, as :func:`driver.set_reliability`) sets the reliability engine; without
+    ``mode`` it is OFF, as no peer answers what these tests send, and without
+    ``status_interval`` the port status is sent only when a port changes. ``congestion``
+    ({target_rtt, cwnd_init, ...}, as :func:`driver.set_congestion`) is set before any QP
+    starts."""
     Q, E, P, S, T = (p[k] for k in ("qps", "evs", "planes", "spines", "templates"))
     layout = EvLayout(P, S)
     await setup(dut)
@@ -99,7 +101,10 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
         evs = [layout.make(i % P, rng.randrange(S), rng.getrandbits(32)) for i in range(E)]
         rng.shuffle(evs)
         cfg.profiles[q] = await regs.run(driver.load_ev_profile(q, evs, layout))
-    await regs.run(driver.set_reliability(**(reliability or {"mode": RelMode.OFF})))
+    # The port status is repeated only where a test asks: a stray ERTH would be an unexpected
+    # frame to every test that counts what the NIC sends.
+    await regs.run(driver.set_reliability(**{"mode": RelMode.OFF, "status_interval": 0,
+                                             **(reliability or {})}))
     assert await regs.read("global.bus_errors") == 0, "the driver's set-up was refused"
     await regs.run(driver.set_enabled(True))
     return cfg
