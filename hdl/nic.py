@@ -214,6 +214,9 @@ class Nic(wiring.Component):
                      ld.op.eq(bank.ev_load.payload), tx.ev_load.valid.eq(bank.ev_load.valid),
                      bank.ev_load.ready.eq(tx.ev_load.ready)]
 
+        m.d.comb += [tx.ev_view_qp.eq(bank.ev_qp), tx.ev_view_index.eq(bank.ev_index),
+                     bank.ev_state.eq(tx.ev_view_state)]
+
         # ev.set_state (management, so DENIED can be set and left) or the reliability engine.
         up = tx.ev_update.payload
         with m.If(bank.ev_set_state.valid):

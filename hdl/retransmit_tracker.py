@@ -67,7 +67,11 @@ class RetransmitTracker(wiring.Component):
       the bitmap clears what it covers; ``una`` advances to the cumulative PSN, completing each
       message whose last packet it passes; then every outstanding packet at least ``reorder``
       PSNs below the highest known to have arrived is retransmitted, once (a hole retransmitted
-      is tried again only after a timeout).
+      is tried again only after a timeout). In SELECTIVE mode such a hole also blames the EV
+      that lost it: SKIP the first time, ASSUMED_BAD when that entry lost one before with no
+      packet arriving on it since (a SACK whose triggering packet came on the entry's EV
+      clears the suspicion), so a dead path stops carrying packets after two losses even
+      while the retransmissions keep the QP moving and no timeout fires.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: that packet is retransmitted at
       once; for TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
       Other NACK reasons, ACKs and endpoint packets other than a port status are counted
@@ -198,6 +202,9 @@ class RetransmitTracker(wiring.Component):
         probe_ev = [Signal(32, name=f"probe_ev_q{q}") for q in range(Q)]
         probe_index = [Signal(range(E), name=f"probe_index_q{q}") for q in range(Q)]
         probe_live = Signal(Q)
+        # Entries that lost a packet (a SACK hole) with none arriving on them since.
+        suspect = [Signal(E, name=f"suspect_q{q}") for q in range(Q)]
+        sus_set, sus_clr = Signal(E), Signal(E)
         pb = self.probed.payload
         with m.If(self.probed.valid):
             count("probes_sent")
@@ -270,6 +277,10 @@ class RetransmitTracker(wiring.Component):
             add = Mux(self.gate_take & (self.gate_qp == q), self.gate_length, 0)
             m.d.sync += flight[q].eq(flight[q] + add - Mux(cq == q, walk_len, 0))
 
+        for q in range(Q):
+            with m.If(cq == q):
+                m.d.sync += suspect[q].eq((suspect[q] | sus_set) & ~sus_clr)
+
         # Bit changes the FSM makes this cycle, to QP f_q.
         f_q = Signal(range(Q))
         f_out_clr, f_pend_clr, f_pend_set = Signal(W), Signal(W), Signal(W)
@@ -340,6 +351,7 @@ class RetransmitTracker(wiring.Component):
                                          nxt[q].eq(self.init.payload.psn),
                                          high[q].eq(self.init.payload.psn),
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
+                                 suspect[q].eq(0),
                                          flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
@@ -470,16 +482,17 @@ class RetransmitTracker(wiring.Component):
                             with m.If(cq == q):
                                 m.d.sync += high[q].eq(top)
                     m.d.sync += cause.eq(_Cause.SACK)
-                    with m.If((f_m == wire.SackMark.SKIP_ONCE)
-                              | (f_m == wire.SackMark.ALWAYS_SKIP)):
-                        m.d.comb += rd.addr.eq(slot(cq, f_trig))
-                        m.next = "SACK_EV"
-                    with m.Else():
-                        m.next = "WALK_RD"
+                    m.d.comb += rd.addr.eq(slot(cq, f_trig))
+                    m.next = "SACK_EV"
 
             with m.State("SACK_EV"):
                 m.d.comb += rd.addr.eq(slot(cq, f_trig))
-                with m.If((rec.pkt.psn == f_trig) & (rec.ev == f_ent) & (rec.pkt.qp == cq)):
+                came = (rec.pkt.psn == f_trig) & (rec.ev == f_ent) & (rec.pkt.qp == cq)
+                with m.If(came):
+                    # A packet arrived on this entry: it is not suspect (any more).
+                    m.d.comb += sus_clr.eq((Const(1, E) << rec.index)[:E])
+                marked = ((f_m == wire.SackMark.SKIP_ONCE) | (f_m == wire.SackMark.ALWAYS_SKIP))
+                with m.If(came & marked):
                     bad = f_m == wire.SackMark.ALWAYS_SKIP
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
                         Mux(bad, EvState.ASSUMED_BAD, EvState.SKIP))]
@@ -526,10 +539,30 @@ class RetransmitTracker(wiring.Component):
                 in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS], (pd + self.reorder) < hd)
                 with m.If(~in_range):
                     m.next = "IDLE"
-                with m.Elif(~p_pend & (gbn | p_out)):
+                with m.Elif(~p_pend & gbn):
                     m.next = "SCAN_RTX"
+                with m.Elif(~p_pend & p_out):
+                    m.next = "SCAN_EV"
                 with m.Else():
                     m.d.sync += p.eq(p + 1)
+            with m.State("SCAN_EV"):
+                # A SACK hole: the entry that lost it is suspect, or bad if it already was.
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                lost_on = (Const(1, E) << rec.index)[:E]
+                again = (Array(suspect)[cq] & lost_on).any()
+                with m.If(rec.pkt.psn == p):
+                    m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
+                        Mux(again, EvState.ASSUMED_BAD, EvState.SKIP))]
+                    with m.If(self.ev_update.ready):
+                        with m.If(again):
+                            count("ev_bad")
+                            m.d.comb += sus_clr.eq(lost_on)
+                        with m.Else():
+                            count("ev_skip")
+                            m.d.comb += sus_set.eq(lost_on)
+                        m.next = "SCAN_RTX"
+                with m.Else():
+                    m.next = "SCAN_RTX"
             with m.State("SCAN_RTX"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 with m.If(emit_retransmit()):

@@ -75,6 +75,9 @@ class SprayScheduler(wiring.Component):
         starts. A QP uses only planes both ready here and up at its peer, unless that leaves
         none: then the peer's word is not taken, as nothing (not even the acknowledgements that
         could change it) could reach the peer at all.
+    view_qp : In(range(qps)); view_index : In(range(evs)); view_state : Out(EvState)
+        The state of that entry: DENIED, ASSUMED_BAD (also an entry outside the profile, or one
+        a spare is replacing), SKIP (left out of this rotation or the next) or GOOD.
     bad_qp : In(range(qps)); bad : Out(evs)
         The entries of QP ``bad_qp`` that are ASSUMED_BAD (no spare took their place) on a plane
         the QP may use now: what may be probed.
@@ -107,6 +110,7 @@ class SprayScheduler(wiring.Component):
             "peer": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "planes": planes}), always_ready=True)),
             "bad_qp": In(qp_shape), "bad": Out(evs),
+            "view_qp": In(qp_shape), "view_index": In(idx_shape), "view_state": Out(EvState),
         })
 
     def elaborate(self, platform):
@@ -146,6 +150,18 @@ class SprayScheduler(wiring.Component):
         used = [Signal(E, name=f"used_q{q}") for q in range(Q)]
         spares = [[Signal(range(B + 1), name=f"spares_q{q}_p{p}") for p in range(P)]
                   for q in range(Q)]
+
+        def entry(bits):
+            return Array(bits)[self.view_qp].bit_select(self.view_index, 1)
+
+        with m.If(entry(denied)):
+            m.d.comb += self.view_state.eq(EvState.DENIED)
+        with m.Elif(entry(good) & (entry(skip_now) | entry(skip_next))):
+            m.d.comb += self.view_state.eq(EvState.SKIP)
+        with m.Elif(entry(good)):
+            m.d.comb += self.view_state.eq(EvState.GOOD)
+        with m.Else():
+            m.d.comb += self.view_state.eq(EvState.ASSUMED_BAD)
 
         lfsr = Signal(16, init=0xACE1)
         m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))

@@ -18,7 +18,7 @@ from .qp_context import QpState, SrMode, context_write_layout, static_layout
 from .retransmit_tracker import retransmit_layout, sent_layout
 from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
-from .spray_scheduler import SprayScheduler
+from .spray_scheduler import EvState, SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
 from .stream import check_width
 
@@ -77,6 +77,7 @@ class TxPipeline(wiring.Component):
     status (the register map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p> : Out(64)
     ev_refused, ev_replaced : Out(32), the spray scheduler's ``ignored`` and ``replaced``
     status_sent : Out(32), port-status updates sent
+    ev_view_qp, ev_view_index : In; ev_view_state : Out(EvState), that profile entry's state
     peer : In(stream {qp, planes}), always ready: the planes a QP's peer can receive on (the
         spray scheduler's)
     """
@@ -123,6 +124,8 @@ class TxPipeline(wiring.Component):
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
             "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
             "status_sent": Out(32),
+            "ev_view_qp": In(range(qps)), "ev_view_index": In(range(evs)),
+            "ev_view_state": Out(EvState),
             **{f"err_{r}": Out(32) for r in TX_ERROR_REASONS},
             **plane_members(width, planes),
         }
@@ -154,6 +157,8 @@ class TxPipeline(wiring.Component):
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
             spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad),
+            spray.view_qp.eq(self.ev_view_qp), spray.view_index.eq(self.ev_view_index),
+            self.ev_view_state.eq(spray.view_state),
         ]
         for p in range(self._planes):
             wiring.connect(m, getattr(demux, f"plane{p}"), flip(getattr(self, f"plane{p}")))

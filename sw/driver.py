@@ -32,10 +32,11 @@ from .regmap import (
     Access,
     by_name,
 )
+from .wire import PROBE_DQP
 
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "write_template", "configure_qp",
            "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
-           "set_reliability", "rel_counters", "set_congestion", "congestion", "mac_int",
+           "set_reliability", "rel_counters", "ev_states", "set_congestion", "congestion", "mac_int",
            "ip_int"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
@@ -173,6 +174,9 @@ def configure_qp(qp: int, cfg: QpConfig) -> Program:
         v = getattr(cfg, name)
         if not isinstance(v, int) or not 0 <= v < 1 << bits:
             raise RegisterError(f"QP {qp}: {name} {v!r} is not a {bits}-bit value")
+    if cfg.dqp == PROBE_DQP:
+        raise RegisterError(f"QP {qp}: dqp {PROBE_DQP} is where EV probes go; no QP can "
+                            "receive data there")
     mode, state = SrMode(cfg.mode), QpState(cfg.state)
     for path, value in (("qp.state", state.value), ("qp.dqp", cfg.dqp),
                         ("qp.mtu", _MTU_CODE[cfg.mtu]), ("qp.mode", mode.value),
@@ -236,6 +240,19 @@ def set_ev_state(qp: int, index: int, state: EvState) -> Program:
     yield from write("ev.qp", qp)
     yield from write("ev.index", index)
     yield from command("ev.set_state", EvState(state).value)
+
+
+def ev_states(qp: int) -> Program:
+    """The state of every entry of QP ``qp``'s profile (up to global.evs; entries past the
+    profile read ASSUMED_BAD), as :class:`EvState` values."""
+    yield from _below("QP", qp, "global.qps")
+    size = yield from read("global.evs")
+    yield from write("ev.qp", qp)
+    out = []
+    for i in range(size):
+        yield from write("ev.index", i)
+        out.append(EvState((yield from read("ev.state"))))
+    return out
 
 
 def rx_counters() -> Program:

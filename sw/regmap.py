@@ -288,6 +288,9 @@ _EV = (
     _r("ev", "set_state", 0x490, 2, "CMD", 0,
        "Entry ev.index of QP ev.qp takes this state: 0 GOOD, 1 SKIP, 2 ASSUMED_BAD, 3 DENIED. "
        "Only here can DENIED be set or left."),
+    _r("ev", "state", 0x494, 2, "RO", 0,
+       "The state of entry ev.index of QP ev.qp now: 0 GOOD, 1 SKIP (left out of this rotation "
+       "or the next), 2 ASSUMED_BAD (also an entry outside the profile), 3 DENIED."),
 )
 
 # uSID templates: one per destination leaf (see EV to path).

@@ -53,6 +53,18 @@ def nic(width, **config):
                          {"width": width, **NIC_CONFIG, **config}, f"nic_w{width}")
 
 
+def nic_system(width, nics=2, **config):
+    """``nics`` NICs at ``width`` in one simulation (verif/nic_system.py), each in NIC_CONFIG
+    with ``config`` changing any of it."""
+    from mrcnic.verif.nic_system import NicSystem
+    unknown = set(config) - set(NIC_CONFIG) - {"window"}
+    if unknown:
+        raise ValueError(f"no NIC parameter(s) {sorted(unknown)}")
+    return harness.build(lambda **kw: AxisTop(NicSystem(**kw, backups=2)),
+                         {"width": width, "nics": nics, **NIC_CONFIG, **config},
+                         f"nics{nics}_w{width}")
+
+
 #: The RX front end's configuration, shared by its test and the bench: frames up to 4096 bytes of
 #: payload under SRv6 with an SRH.
 RX_FRONT_CONFIG = dict(planes=2, max_frame=4400, timeout=64, max_segments=4)

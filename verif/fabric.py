@@ -1,24 +1,21 @@
-"""A multi-plane leaf-spine fabric that forwards by uSID, as SRv6 uN switches do.
+"""How the simulated multi-plane leaf-spine fabric names its switches and forwards by uSID, as
+SRv6 uN switches do (verif/network.py times it).
 
 Every switch owns one uSID: leaf ``h`` of plane ``p`` is ``p << 12 | 0x20 + h``, spine ``s`` is
 ``p << 12 | 0x10 + s`` (the numbering of MRC-REFERENCE's example, see :func:`template`). A switch
 that finds its own uSID first after the locator block shifts the rest left by 16 bits and
 forwards toward the next uSID; when the carrier is used up it takes the next one from the SRH
-(segments_left - 1), and when none is left it decapsulates and delivers the inner packet to the
-host below it. A link that is down drops what crosses it from the moment it dies.
+(segments_left - 1), and when none is left the route ends at that switch.
 """
 
 from __future__ import annotations
 
-import ipaddress
-from dataclasses import dataclass, field
-
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
-from scapy.layers.l2 import Ether
+from dataclasses import dataclass
 
 from mrcnic.evmap import USID_BITS, UsidTemplate
 
-__all__ = ["Fabric", "template", "Delivery", "leaf_usid", "spine_usid"]
+__all__ = ["template", "leaf_usid", "spine_usid", "Step", "usid_step", "BLOCK", "BLOCK_BITS",
+           "ip_offsets"]
 
 BLOCK, BLOCK_BITS = 0xFCBB, 16
 
@@ -38,71 +35,75 @@ def template(src_leaf: int, dst_leaf: int) -> UsidTemplate:
 
 
 @dataclass
-class Delivery:
-    frame: bytes | None          # the decapsulated frame, or None if it was dropped
-    time: float                  # arrival (or drop) time, seconds
-    hops: list = field(default_factory=list)
-    dropped_at: tuple | None = None
-    reason: str = ""
+class Step:
+    """One uN switch's decision: the uSID it consumed (``own``), the next uSID to forward to
+    (None: the route ends at this switch), the frame as it leaves, or why it cannot go on."""
+    frame: bytes = b""
+    own: int = 0
+    next_usid: int | None = None
+    error: str = ""
 
 
-class Fabric:
-    def __init__(self, planes, spines, leaves=4, hop_latency=1e-6, gbps=100.0):
-        self.planes, self.spines, self.leaves = planes, spines, leaves
-        self.hop_latency, self.gbps = hop_latency, gbps
-        self.down: dict[frozenset, float] = {}   # link -> time it died
-        self.nodes = {}
-        for p in range(planes):
-            for h in range(leaves):
-                self.nodes[leaf_usid(p, h)] = ("leaf", p, h)
-            for s in range(spines):
-                self.nodes[spine_usid(p, s)] = ("spine", p, s)
+def ip_offsets(frame: bytes) -> tuple[int, int]:
+    """(offset of the IPv6 header switches route on, offset of the inner IPv6 header): the
+    same for a plain RoCEv2 frame; past the outer header and SRH of an SRv6 one."""
+    outer = 14
+    nh = frame[outer + 6]
+    at = outer + 40
+    if nh == 43:
+        nh = frame[at]
+        at += 8 + 8 * frame[at + 1]
+    if nh == 41:
+        return outer, at
+    return outer, outer
 
-    def kill(self, plane, spine, leaf, at):
-        """Link leaf-spine of ``plane`` dies at time ``at`` (both directions)."""
-        self.down[frozenset({("spine", plane, spine), ("leaf", plane, leaf)})] = at
 
-    def _dead(self, a, b, t):
-        died = self.down.get(frozenset({a, b}))
-        return died is not None and t >= died
+def usid_step(frame: bytes, block: int = BLOCK, block_bits: int = BLOCK_BITS) -> Step:
+    """What a uN switch does with ``frame``: its outer destination's first uSID is the switch's
+    own; the rest shift left by a uSID (the block stays) and the hop limit drops by one; when
+    the carrier is used up the SRH's next segment becomes the destination (segments_left - 1),
+    and when none is left the route ends here."""
+    eth = 14
+    if len(frame) < eth + 40 or frame[12:14] != b"\x86\xdd":
+        return Step(error="not IPv6")
+    nh = frame[eth + 6]
+    srh = eth + 40 if nh == 43 else None
+    if nh not in (41, 43):
+        return Step(error="not SRv6 (no outer header to route on)")
+    if frame[eth + 7] <= 1:
+        return Step(error="hop limit exhausted")
+    out = bytearray(frame)
+    out[eth + 7] -= 1
+    shift = 128 - block_bits
 
-    def forward(self, frame: bytes, plane: int, t: float, src_leaf: int) -> Delivery:
-        pkt = Ether(frame)
-        outer = pkt[IPv6]
-        at = ("leaf", plane, src_leaf)      # the host's port on this plane is on its leaf
-        hops = []
-        per_hop = self.hop_latency + len(frame) * 8 / (self.gbps * 1e9)
-        t += per_hop
-        for _ in range(64):
-            da = int(ipaddress.IPv6Address(outer.dst))
-            shift = 128 - BLOCK_BITS
-            if da >> shift != BLOCK:
-                return Delivery(None, t, hops, at, f"destination {outer.dst} is not in the block")
-            rest = da & ((1 << shift) - 1)
-            usid = rest >> (shift - USID_BITS)
-            if usid == 0:   # carrier used up: the next from the SRH, or decapsulate here
-                srh = outer.getlayer(IPv6ExtHdrSegmentRouting)
-                if srh is not None and srh.segleft > 0:
-                    srh.segleft -= 1
-                    outer.dst = srh.addresses[srh.segleft]
-                    continue
-                inner = outer.payload
-                while not isinstance(inner, IPv6):
-                    inner = inner.payload
-                return Delivery(bytes(Ether(src=pkt.src, dst=pkt.dst) / inner), t, hops)
-            node = self.nodes.get(usid)
-            if node is None:
-                return Delivery(None, t, hops, at, f"no switch owns uSID {usid:#06x}")
-            if node != at:
-                if node[1] != at[1] or node[0] == at[0]:
-                    return Delivery(None, t, hops, at, f"{at} has no link to {node}")
-                if self._dead(at, node, t):
-                    return Delivery(None, t, hops, at, f"link {at}-{node} is down")
-                t += per_hop
-                at = node
-            hops.append(node)
-            # uN: shift the remaining uSIDs left, keeping the block.
-            rest = (rest << USID_BITS) & ((1 << shift) - 1)
-            outer.dst = str(ipaddress.IPv6Address((BLOCK << shift) | rest))
-            outer.hlim -= 1
-        return Delivery(None, t, hops, at, "routing loop")
+    def dst():
+        return int.from_bytes(out[eth + 24:eth + 40], "big")
+
+    def next_segment():
+        """The SRH's next carrier, or False when there is none."""
+        if srh is None or out[srh + 3] == 0:
+            return False
+        out[srh + 3] -= 1
+        at = srh + 8 + 16 * out[srh + 3]
+        out[eth + 24:eth + 40] = out[at:at + 16]
+        return True
+
+    def first():
+        d = dst()
+        if d >> shift != block:
+            return None
+        return (d >> (shift - USID_BITS)) & ((1 << USID_BITS) - 1)
+
+    own = first()
+    if own == 0 and next_segment():
+        own = first()
+    if own is None:
+        return Step(error=f"destination is not in block {block:#x}")
+    if own == 0:
+        return Step(error="the route is used up")
+    rest = (dst() & ((1 << shift) - 1)) << USID_BITS & ((1 << shift) - 1)
+    out[eth + 24:eth + 40] = ((block << shift) | rest).to_bytes(16, "big")
+    nxt = first()
+    if nxt == 0:
+        nxt = first() if next_segment() else None
+    return Step(bytes(out), own, nxt or None)

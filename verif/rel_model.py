@@ -79,6 +79,7 @@ class Sender:
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
         self.probes = {}          # qp -> (index, EV) of its latest probe
         self.peer = [(1 << planes) - 1] * qps     # planes each QP's peer can receive on
+        self.suspect = [set() for _ in range(qps)]   # entries that lost a packet, none since
 
     def _d(self, a, b):
         return (a - b) % PSN_MOD
@@ -86,6 +87,7 @@ class Sender:
     def init(self, qp: int, psn: int):
         self.q[qp] = _Qp(una=psn, nxt=psn, high=psn, cwnd=self.cc.cwnd_init)
         self.peer[qp] = (1 << self.planes) - 1
+        self.suspect[qp] = set()
 
     def endpoint(self, qp: int, op: int, mask: int = 0):
         """An ERTH for QP ``qp``: a port status sets the planes its peer can receive on."""
@@ -153,7 +155,18 @@ class Sender:
             hd = 0 if hd > inflight else hd
             if not (pd < inflight if gbn else pd + self.reorder < hd):
                 return
-            if p not in s.pend and (gbn or p in s.out):
+            if p not in s.pend and gbn:
+                self._retransmit(qp, s, p, cause, o)
+            elif p not in s.pend and p in s.out:
+                # A SACK hole blames its entry: SKIP, or ASSUMED_BAD if it lost one before
+                # and nothing arrived on it since.
+                r = self._record(s, p)
+                if r is not None:
+                    bad = r.index in self.suspect[qp]
+                    (self.suspect[qp].discard if bad else self.suspect[qp].add)(r.index)
+                    o.ev_updates.append((qp, r.index,
+                                         EvState.ASSUMED_BAD if bad else EvState.SKIP))
+                    self.counters["ev_bad" if bad else "ev_skip"] += 1
                 self._retransmit(qp, s, p, cause, o)
             p = (p + 1) % PSN_MOD
 
@@ -195,8 +208,10 @@ class Sender:
             return o
         if rtt is not None:
             self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt)
+        r = self._record(s, trig)
+        if r is not None and r.ev == entropy:
+            self.suspect[qp].discard(r.index)     # a packet arrived on this entry
         if m in (wire.SackMark.SKIP_ONCE, wire.SackMark.ALWAYS_SKIP):
-            r = self._record(s, trig)
             if r is not None and r.ev == entropy:
                 bad = m == wire.SackMark.ALWAYS_SKIP
                 o.ev_updates.append((qp, r.index, EvState.ASSUMED_BAD if bad else EvState.SKIP))

@@ -719,3 +719,74 @@ async def a_peer_port_status_steers_the_spray(dut):
     await planes_used(q, every, "its peer's planes all up again")
     await rig.counters()
     assert rig.model.counters["status_received"] == 3
+
+
+@cocotb.test()
+async def a_path_that_keeps_losing_is_retired(dut):
+    """A SACK hole sets the EV that lost it SKIP; a second hole on the same entry, with no
+    packet arriving on it in between, sets it ASSUMED_BAD, and it carries nothing after. An
+    arrival on the entry between two holes forgives the first: the second is only SKIP."""
+    rig = await Rig.start(dut)
+    N, E = 64, rig.p["evs"]
+
+    def uses(q, psns):
+        """Each relative PSN's profile entry."""
+        return [rig.cfg.profiles[q].index(rig.ev_of[(q, p)][0]) for p in psns]
+
+    def next_use(ix, i):
+        return next(j for j in range(i + 1, N) if ix[j] == ix[i])
+
+    def hole_at(q, psns, ix, i, what):
+        """A SACK: everything before i arrived, i did not, i+1 .. i+5 did."""
+        assert ix[i] not in ix[i + 1:i + 6], f"{what}: the arrivals share the lost entry"
+        return rig.sack(q, psns[i], bitmap=0b11111, offset=1, trig=psns[i + 5])
+
+    # QP 0: two holes on one entry -> SKIP, then ASSUMED_BAD.
+    q = 0
+    psns = await rig.post(q, N)
+    await rig.send_new(N)
+    ix = uses(q, psns)
+    a = next(i for i in range(1, N - 20) if ix[i] not in ix[i + 1:i + 6]
+             and ix[next_use(ix, i)] not in ix[next_use(ix, i) + 1:next_use(ix, i) + 6]
+             and next_use(ix, i) > i + 6 and next_use(ix, i) + 6 < N)
+    b = next_use(ix, a)
+    out = await hole_at(q, psns, ix, a, "first hole")
+    assert (q, ix[a], EvState.SKIP) in out.ev_updates, out.ev_updates
+    await rig.expect(out, "the first hole")
+    out = await hole_at(q, psns, ix, b, "second hole")
+    assert (q, ix[b], EvState.ASSUMED_BAD) in out.ev_updates, out.ev_updates
+    await rig.expect(out, "the second hole on the same entry")
+    out = await rig.sack(q, psns[-1] + 1)
+    await rig.expect(out, "all acknowledged")
+    dead = rig.cfg.profiles[q][ix[a]]
+    more = await rig.post(q, 2 * E)
+    await rig.send_new(2 * E, "after the entry was retired")
+    assert all(rig.ev_of[(q, p)][0] != dead for p in more), "a retired EV carried a packet"
+    states = await rig.cfg.regs.run(driver.ev_states(q))     # as ev.state reads them
+    assert states[ix[a]] is EvState.ASSUMED_BAD and states.count(EvState.ASSUMED_BAD) == 1, \
+        states
+    await rig.completions(await rig.sack(q, more[-1] + 1), "after the entry was retired")
+
+    # QP 1: a hole, an arrival on the same entry, another hole -> SKIP both times.
+    q = 1
+    psns = await rig.post(q, N)
+    await rig.send_new(N)
+    ix = uses(q, psns)
+    c = next(i for i in range(1, N) if ix[i] not in ix[i + 1:i + 6]
+             and next_use(ix, i) > i + 6 and ix[next_use(ix, next_use(ix, i))] not in
+             ix[next_use(ix, next_use(ix, i)) + 1:next_use(ix, next_use(ix, i)) + 6]
+             and next_use(ix, next_use(ix, i)) + 6 < N)
+    d = next_use(ix, c)
+    e = next_use(ix, d)
+    out = await hole_at(q, psns, ix, c, "first hole")
+    assert (q, ix[c], EvState.SKIP) in out.ev_updates, out.ev_updates
+    await rig.expect(out, "the first hole")
+    out = await rig.sack(q, psns[d] + 1, trig=psns[d])       # d arrived, on the same entry
+    await rig.expect(out, "an arrival on the entry")
+    out = await hole_at(q, psns, ix, e, "second hole")
+    assert (q, ix[e], EvState.SKIP) in out.ev_updates, out.ev_updates
+    await rig.expect(out, "a hole after an arrival on the entry")
+    states = await rig.cfg.regs.run(driver.ev_states(q))
+    assert states[ix[c]] is EvState.SKIP and EvState.ASSUMED_BAD not in states, states
+    await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
+    await rig.counters()

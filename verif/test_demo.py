@@ -1,4 +1,4 @@
-"""`make demo`, the main job, run small as a user runs it: it must finish, check every packet
+"""`make demo`, the main job, run small as a user runs it: it must finish, check every byte
 and say so, and refuse a bad option in one line."""
 
 import subprocess
@@ -13,9 +13,10 @@ def demo(*args, tmp):
 def test_demo_runs_and_checks_every_packet(tmp_path):
     r = demo("--size", "32768", "--seed", "7", tmp=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "32/32 packets equal the reference sender's" in r.stdout, r.stdout[-3000:]
+    assert "all byte-exact, each completed once on both sides" in r.stdout, r.stdout[-3000:]
+    assert "failover" in r.stdout and "seed               7" in r.stdout, r.stdout[-3000:]
     assert (tmp_path / "paths.png").stat().st_size > 0
-    assert (tmp_path / "tx_plane0.pcap").stat().st_size > 0
+    assert (tmp_path / "pcap" / "p0_host0-p0_leaf0.pcap").stat().st_size > 0
 
 
 def test_demo_refuses_a_bad_option_in_one_line(tmp_path):

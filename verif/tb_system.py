@@ -1,0 +1,391 @@
+"""cocotb end-to-end test: NICs (the whole gateware, each with its host memory) exchanging MRC
+writes over the timed multi-plane network of verif/network.py, in a named scenario. Every
+byte written must land, byte-exact, and every message complete exactly once on both sides;
+the run's figures (goodput, retransmissions, EV states, traffic per path over time, failover
+time) go to ``results.json`` in the run's output directory for the demo and the benches."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cocotb
+from cocotb.triggers import ClockCycles, Timer
+from cocotb.utils import get_sim_time
+from cocotbext.axi import AxiStreamFrame
+
+from mrcnic import driver, wire
+from mrcnic.evmap import EvLayout
+from mrcnic.hdl.retransmit_tracker import RelMode
+from mrcnic.hdl.rx_event import completion_layout as rx_completion_layout
+from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
+from mrcnic.hdl.spray_scheduler import EvState
+from mrcnic.regclient import AsyncRegisterClient
+from mrcnic.verif.fabric import ip_offsets, template
+from mrcnic.verif.host_memory import HostMemory
+from mrcnic.verif.layouts import decode, encode
+from mrcnic.verif.network import Network
+from mrcnic.verif.scenarios import SCENARIOS, Scenario
+from mrcnic.verif.tbkit import CsrBus, params, run_dir, setup, sink, source
+
+SEND_BASE = 0x1000_0000          # each host's send buffers
+RECV_BASE = 0x4000_0000          # each host's receive regions, one per QP
+REGION = 1 << 24
+
+
+def frame_ev(frame: bytes) -> int:
+    """The EV a frame carries: its inner UDP source port and flow label's low half."""
+    _, inner = ip_offsets(frame)
+    return (int.from_bytes(frame[inner + 40:inner + 42], "big") << 16
+            | int.from_bytes(frame[inner + 2:inner + 4], "big"))
+
+
+def frame_bth(frame: bytes) -> tuple[int, int, int]:
+    """(opcode, dqp, rtx) of a frame's BTH."""
+    _, inner = ip_offsets(frame)
+    bth = wire.BTH.unpack(frame[inner + wire.IPV6.length + wire.UDP.length:])
+    return bth["opcode"], bth["dqp"], bth["rtx"]
+
+
+@dataclass
+class Message:
+    src: int                 # host
+    qp: int
+    wr_id: int
+    data: bytes
+    laddr: int
+    va: int
+    dst: int
+    posted_ns: float = 0.0
+    done_ns: float | None = None
+
+
+@dataclass
+class Host:
+    """One NIC and what its host does with it."""
+    index: int
+    regs: AsyncRegisterClient
+    mem: HostMemory
+    wr: object
+    cpl: object
+    rx_cpl: object
+    completions: list = field(default_factory=list)       # (wr_id, status, time)
+    received: list = field(default_factory=list)          # (qp, msn)
+    sent: list = field(default_factory=list)     # (time ns, plane, EV, opcode, dqp, rtx)
+
+
+def host_mac(h):
+    return f"02:00:00:00:00:{h + 1:02x}"
+
+
+def host_ip(h):
+    return (0xFD00 << 112) | (h + 1)
+
+
+class System:
+    def __init__(self, dut, p, sc: Scenario, seed: int):
+        self.dut, self.p, self.sc, self.seed = dut, p, sc, seed
+        self.rng = random.Random(seed)
+        self.P, self.S, self.Q, self.E = p["planes"], p["spines"], p["qps"], p["evs"]
+        self.qps = list(sc.qps)
+        assert wire.PROBE_DQP not in self.qps and max(self.qps) < self.Q, self.qps
+        self.layout = EvLayout(self.P, self.S)
+        self.out = Path(p.get("out") or run_dir())
+        self.out.mkdir(parents=True, exist_ok=True)
+        pcaps = self.out / "pcap" if p.get("pcaps", True) else None
+        self.net = Network(self.P, self.S, sc.hosts, link_cfg=sc.link, seed=seed, pcap_dir=pcaps,
+                           ev_of=frame_ev)
+        self.hosts: list[Host] = []
+        self.messages: dict[tuple, Message] = {}
+        self.progress = open(self.out / "progress.jsonl", "w", buffering=1)
+        self.t0 = 0.0
+
+    def log(self, **kw):
+        """A line of progress for whoever follows the run, its time from the first post."""
+        kw["t_us"] = round((get_sim_time("ns") - self.t0) / 1000, 3)
+        self.progress.write(json.dumps(kw) + "\n")
+
+    async def start(self):
+        dut, P = self.dut, self.P
+        await setup(dut)
+        for h in range(self.sc.hosts):
+            pre = f"nic{h}__"
+            getattr(dut, f"{pre}port_ready").value = (1 << P) - 1
+            mem = HostMemory(dut, read=f"{pre}mem", write=f"{pre}rx_mem", rng=self.rng,
+                             latency=(8, 16))
+            mem.map(SEND_BASE, 1 << 24)
+            for q in range(self.Q):
+                mem.map(RECV_BASE + q * REGION, REGION)
+            host = Host(h, AsyncRegisterClient(CsrBus(dut, f"{pre}bus")), mem,
+                        source(dut, f"{pre}wr"), sink(dut, f"{pre}cpl"), sink(dut, f"{pre}rx_cpl"))
+            self.hosts.append(host)
+            for pl in range(P):
+                rx = source(dut, f"{pre}rx_plane{pl}")
+                self.net.attach(h, pl, lambda f, rx=rx: rx.send_nowait(AxiStreamFrame(f)))
+                cocotb.start_soon(self._transmit(host, pl, sink(dut, f"{pre}plane{pl}")))
+            cocotb.start_soon(self._completions(host))
+            cocotb.start_soon(self._receptions(host))
+        for host in self.hosts:
+            await self._configure(host)
+        for host in self.hosts:
+            await host.regs.run(driver.set_enabled(True))
+
+    async def _transmit(self, host, pl, snk):
+        while True:
+            frame = bytes((await snk.recv()).tdata)
+            host.sent.append((get_sim_time("ns"), pl, frame_ev(frame), *frame_bth(frame)))
+            self.net.inject(host.index, pl, frame)
+
+    async def _completions(self, host):
+        while True:
+            c = decode(completion_layout(self.Q), (await host.cpl.recv()).tdata)
+            now = get_sim_time("ns")
+            host.completions.append((c["wr_id"], WrStatus(c["status"]), now))
+            m = self.messages.get((host.index, c["wr_id"]))
+            if m is not None and m.done_ns is None:
+                m.done_ns = now
+            self.log(event="completion", host=host.index, wr_id=c["wr_id"],
+                     status=WrStatus(c["status"]).name)
+
+    async def _receptions(self, host):
+        while True:
+            c = decode(rx_completion_layout(self.Q), (await host.rx_cpl.recv()).tdata)
+            host.received.append((c["qp"], c["msn"]))
+
+    def peer_of(self, h, q):
+        """QP ``q`` of host ``h`` talks to QP ``q`` of this host."""
+        return self.sc.peers(h)[q]
+
+    async def _configure(self, host):
+        h, regs = host.index, host.regs
+        await regs.run(driver.identify())
+        await regs.run(driver.set_addresses(host_mac(h), host_ip(h)))
+        for d in range(self.sc.hosts):
+            await regs.run(driver.write_template(d, template(h, d)))
+        for q in self.qps:
+            peer = self.peer_of(h, q)
+            await regs.run(driver.configure_qp(q, driver.QpConfig(
+                dqp=q, dst_mac=host_mac(peer), dst_ip=host_ip(peer), template=peer,
+                mtu=self.sc.mtu, next_psn=self._psn(h, peer, q), msn=self._msn(h, peer, q),
+                rkey=0x100 + q, mr_va=RECV_BASE + q * REGION, mr_length=REGION,
+                rx_psn=self._psn(peer, h, q), rx_msn=self._msn(peer, h, q))))
+            # Entry i on plane i % planes, spines in turn: every path carries the same share.
+            evs = [self.layout.make(i % self.P, (i // self.P) % self.S,
+                                    self._entropy(h, q, i)) for i in range(self.E)]
+            await regs.run(driver.load_ev_profile(q, evs, self.layout))
+        await regs.run(driver.set_reliability(RelMode.SELECTIVE, **self.sc.reliability))
+        await regs.run(driver.set_ack_policy(*self.sc.ack_policy))
+
+    def _psn(self, a, b, q):
+        return random.Random(f"{self.seed}-psn-{a}-{b}-{q}").getrandbits(24)
+
+    def _msn(self, a, b, q):
+        return random.Random(f"{self.seed}-msn-{a}-{b}-{q}").getrandbits(16)
+
+    def _entropy(self, h, q, i):
+        return random.Random(f"{self.seed}-ev-{h}-{q}-{i}").getrandbits(32)
+
+    async def post_all(self):
+        """Every host writes its messages on every QP; each message to a fresh VA."""
+        free_send = {h: SEND_BASE for h in range(self.sc.hosts)}
+        free_recv = {(h, q): RECV_BASE + q * REGION for h in range(self.sc.hosts)
+                     for q in range(self.Q)}
+        wr_id = 0
+        for h, q, size in self.sc.writes():
+            dst = self.peer_of(h, q)
+            data = self.rng.randbytes(size)
+            laddr = free_send[h]
+            free_send[h] += size + 64 - size % 64
+            va = free_recv[(dst, q)]
+            free_recv[(dst, q)] += size + 64 - size % 64
+            assert va + size <= RECV_BASE + (q + 1) * REGION, "the scenario writes too much"
+            await self.hosts[h].mem.write_bytes(laddr, data)
+            wr_id += 1
+            m = Message(h, q, wr_id, data, laddr, va, dst, posted_ns=get_sim_time("ns"))
+            self.messages[(h, wr_id)] = m
+        for m in self.messages.values():
+            await self.hosts[m.src].wr.send(AxiStreamFrame(encode(work_request_layout(), {
+                "wr_id": m.wr_id, "qp": m.qp, "opcode": WrOpcode.WRITE, "laddr": m.laddr,
+                "va": m.va, "rkey": 0x100 + m.qp, "length": len(m.data)})))
+            self.log(event="posted", host=m.src, qp=m.qp, wr_id=m.wr_id, bytes=len(m.data))
+
+    async def ev_states(self):
+        out = {}
+        for host in self.hosts:
+            for q in self.qps:
+                out[(host.index, q)] = await host.regs.run(driver.ev_states(q))
+        return out
+
+
+@cocotb.test()
+async def scenario(dut):
+    p = params()
+    sc = SCENARIOS[p["scenario"]](**p.get("options", {}))
+    seed = p["seed"]
+    wall0 = time.monotonic()
+    dut._log.info(f"scenario {sc.name}, seed {seed}")
+    sysm = System(dut, p, sc, seed)
+    await sysm.start()
+    t0 = sysm.t0 = get_sim_time("ns")
+    failures = sc.failures(sysm.net, t0)
+    cocotb.start_soon(sysm.net.schedule(failures, 0.0,
+                                        lambda text: sysm.log(event="failure", what=text)))
+    for f in failures:
+        if f.ports:
+            cocotb.start_soon(_ports(sysm, f))
+    await sysm.post_all()
+    total = len(sysm.messages)
+    deadline = t0 + sc.timeout_us * 1000
+    last_report = 0.0
+    states_seen = {}
+    while True:
+        done = sum(m.done_ns is not None for m in sysm.messages.values())
+        now = get_sim_time("ns")
+        if now - last_report >= sc.report_us * 1000:
+            last_report = now
+            sysm.log(event="progress", done=done, total=total,
+                     delivered=sum(len(m.data) for m in sysm.messages.values()
+                                   if m.done_ns is not None))
+        for at_ns, label in sc.snapshots(t0):
+            if label not in states_seen and now >= at_ns:
+                states_seen[label] = await sysm.ev_states()
+        if done == total and len(states_seen) == len(sc.snapshots(t0)):
+            break
+        if now >= deadline:
+            await _stuck(sysm, seed, total - done, total)
+        await ClockCycles(dut.clk, 64)
+    end = max(m.done_ns for m in sysm.messages.values())
+    await ClockCycles(dut.clk, 2000)      # late duplicates and acknowledgements drain
+    states_end = await sysm.ev_states()
+    # EVs a failure retired come back as their probes are answered: wait for it (bounded).
+    # (SKIP is no failure: it ends with the QP's next rotation, which an idle QP never has.)
+    while sc.recovers() and get_sim_time("ns") < end + sc.settle_us * 1000 and any(
+            s == EvState.ASSUMED_BAD for st in states_end.values() for s in st[:sysm.E]):
+        await ClockCycles(dut.clk, 1000)
+        states_end = await sysm.ev_states()
+    recovered_ns = get_sim_time("ns")
+
+    # Every byte landed, every message completed once on each side.
+    for m in sysm.messages.values():
+        got = await sysm.hosts[m.dst].mem.read_bytes(m.va, len(m.data))
+        wrong = sum(a != b for a, b in zip(got, m.data, strict=True))
+        assert got == m.data, (f"seed {seed}: host {m.src} QP {m.qp} wr {m.wr_id}: {wrong} "
+                               f"bytes wrong at host {m.dst} VA {m.va:#x}")
+    for host in sysm.hosts:
+        mine = sorted(m.wr_id for m in sysm.messages.values() if m.src == host.index)
+        got = sorted(w for w, _, _ in host.completions)
+        assert got == mine, f"seed {seed}: host {host.index} completions {got}, posted {mine}"
+        bad = [(w, s.name) for w, s, _ in host.completions if s is not WrStatus.OK]
+        assert not bad, f"seed {seed}: host {host.index}: failed completions {bad}"
+        for q in sysm.qps:
+            peer = sysm.peer_of(host.index, q)
+            want = sum(1 for m in sysm.messages.values() if m.src == peer and m.qp == q)
+            msns = [msn for qq, msn in host.received if qq == q]
+            first = sysm._msn(peer, host.index, q)
+            assert msns == [(first + i) % (1 << 16) for i in range(want)], (
+                f"seed {seed}: host {host.index} QP {q} received messages {msns}, expected "
+                f"{want} from MSN {first}")
+
+    # The figures.
+    counters = [await h.regs.run(driver.rel_counters()) for h in sysm.hosts]
+    rx = [await h.regs.run(driver.rx_counters()) for h in sysm.hosts]
+    payload = sum(len(m.data) for m in sysm.messages.values())
+    results = {
+        "scenario": sc.name, "seed": seed, "options": p.get("options", {}),
+        "hosts": sc.hosts, "planes": sysm.P, "spines": sysm.S, "qps": sysm.Q, "evs": sysm.E,
+        "messages": total, "bytes": payload,
+        "fct_us": (end - t0) / 1000, "goodput_gbps": payload * 8 / (end - t0),
+        "base_rtt_us": sc.base_rtt_us(),
+        "rel": counters, "rx": rx, "network": dict(sysm.net.totals()),
+        "drops": dict(sysm.net.count),
+        "failures": [{"what": f.what, "at_us": (f.at_ns) / 1000,
+                      "until_us": None if f.until_ns is None else f.until_ns / 1000,
+                      "paths": f.paths} for f in failures],
+        "ev_states": {label: _states(sysm, st) for label, st in
+                      [*states_seen.items(), ("end", states_end)]},
+        "flows": [{"src": m.src, "qp": m.qp, "dst": m.dst, "bytes": len(m.data),
+                   "posted_us": (m.posted_ns - t0) / 1000, "done_us": (m.done_ns - t0) / 1000}
+                  for m in sysm.messages.values()],
+        "sent": {str(h.index): [(round((t - t0) / 1000, 4), pl, ev, op, dqp, rtx)
+                           for t, pl, ev, op, dqp, rtx in h.sent if t >= t0]
+                 for h in sysm.hosts},
+        "wall_s": time.monotonic() - wall0, "t0_us": t0 / 1000,
+        "profiles": _profiles(sysm),
+        "snapshot_us": {label: at / 1000 for at, label in sc.snapshots(t0)},
+        "all_good_us": (recovered_ns - t0) / 1000 if sc.recovers() else None,
+    }
+    results["failover"] = _failover(sysm, failures, t0)
+    sysm.net.close()
+    sysm.log(event="done")
+    (sysm.out / "results.json").write_text(json.dumps(results))   # for a failed check too
+    sc.check(results)
+    (sysm.out / "results.json").write_text(json.dumps(results))   # with what the check adds
+
+
+async def _stuck(sysm, seed, left, total):
+    """Fails the run with what the NICs and the network counted, so a hang can be read."""
+    rel = [await h.regs.run(driver.rel_counters()) for h in sysm.hosts]
+    rx = [await h.regs.run(driver.rx_counters()) for h in sysm.hosts]
+    tx = [await h.regs.run(driver.tx_counters()) for h in sysm.hosts]
+    waiting = [(m.src, m.qp, m.wr_id, len(m.data)) for m in sysm.messages.values()
+               if m.done_ns is None]
+    detail = {"waiting (host, qp, wr_id, bytes)": waiting, "rel": rel, "rx": rx, "tx": tx,
+              "network": dict(sysm.net.totals()), "drops": dict(sysm.net.count)}
+    (sysm.out / "stuck.json").write_text(json.dumps(detail, indent=1, default=str))
+    raise AssertionError(f"seed {seed}: {left} of {total} messages not complete after "
+                         f"{sysm.sc.timeout_us} us: {json.dumps(detail, default=str)}")
+
+
+async def _ports(sysm, f):
+    """A failure that takes hosts' ports down (a whole plane): their port_ready follows."""
+    for at, down in ((f.at_ns, True), (f.until_ns, False)):
+        if at is None:
+            return
+        now = get_sim_time("ns")
+        if at > now:
+            await Timer(round((at - now) * 1000), "ps")
+        for h, pl in f.ports:
+            sig = getattr(sysm.dut, f"nic{h}__port_ready")
+            v = int(sig.value)
+            sig.value = (v & ~(1 << pl)) if down else (v | (1 << pl))
+
+
+def _states(sysm, states):
+    """Per host and QP: each profile entry's (plane, spine, state)."""
+    out = {}
+    for (h, q), st in states.items():
+        out[f"{h}.{q}"] = [[i % sysm.P, (i // sysm.P) % sysm.S, EvState(s).name]
+                           for i, s in enumerate(st)]
+    return out
+
+
+def _profiles(sysm):
+    """Per host and QP: the EV of each profile entry, as loaded."""
+    return {f"{h.index}.{q}": [sysm.layout.make(i % sysm.P, (i // sysm.P) % sysm.S,
+                                                sysm._entropy(h.index, q, i))
+                               for i in range(sysm.E)]
+            for h in sysm.hosts for q in sysm.qps}
+
+
+def _failover(sysm, failures, t0):
+    """For each failure: the last data packet (new or retransmitted) any NIC sprayed onto a
+    path it killed, after it died, in simulated microseconds."""
+    out = []
+    data_ops = {int(op) for op in wire.DATA_OPCODES}
+    for f in failures:
+        last = None
+        for h in sysm.hosts:
+            for t, _, ev, op, *_ in h.sent:
+                if op not in data_ops or t < f.at_ns or (f.until_ns is not None
+                                                         and t >= f.until_ns):
+                    continue
+                path = (sysm.layout.plane(ev), sysm.layout.spine(ev))
+                if f.hit(h.index, path):
+                    last = t if last is None else max(last, t)
+        out.append({"what": f.what, "last_after_us": None if last is None
+                    else (last - f.at_ns) / 1000})
+    return out
+
