@@ -104,7 +104,6 @@ class Link:
         self.down = False
         self.epoch = 0                      # bumps when the link dies: what was on the wire is lost
         self.count = Counter()
-        self.busy_until = 0.0
         self.log: list[tuple[float, int]] = []   # (time in ns, EV) of each packet it carried
         self._wake = Event()
         self._pcap = None

@@ -100,6 +100,7 @@ class System:
                            ev_of=frame_ev)
         self.hosts: list[Host] = []
         self.messages: dict[tuple, Message] = {}
+        self.profiles: dict[tuple, list[int]] = {}     # (host, QP) -> its EVs, as loaded
         self.progress = open(self.out / "progress.jsonl", "w", buffering=1)
         self.t0 = 0.0
 
@@ -175,7 +176,7 @@ class System:
             # Entry i on plane i % planes, spines in turn: every path carries the same share.
             evs = [self.layout.make(i % self.P, (i // self.P) % self.S,
                                     self._entropy(h, q, i)) for i in range(self.E)]
-            await regs.run(driver.load_ev_profile(q, evs, self.layout))
+            self.profiles[(h, q)] = await regs.run(driver.load_ev_profile(q, evs, self.layout))
         await regs.run(driver.set_reliability(RelMode.SELECTIVE, **self.sc.reliability))
         await regs.run(driver.set_ack_policy(*self.sc.ack_policy))
 
@@ -313,7 +314,7 @@ async def scenario(dut):
                            for t, pl, ev, op, dqp, rtx in h.sent if t >= t0]
                  for h in sysm.hosts},
         "wall_s": time.monotonic() - wall0, "t0_us": t0 / 1000,
-        "profiles": _profiles(sysm),
+        "profiles": {f"{h}.{q}": evs for (h, q), evs in sysm.profiles.items()},
         "snapshot_us": {label: at / 1000 for at, label in sc.snapshots(t0)},
         "all_good_us": (recovered_ns - t0) / 1000 if sc.recovers() else None,
     }
@@ -362,12 +363,6 @@ def _states(sysm, states):
     return out
 
 
-def _profiles(sysm):
-    """Per host and QP: the EV of each profile entry, as loaded."""
-    return {f"{h.index}.{q}": [sysm.layout.make(i % sysm.P, (i // sysm.P) % sysm.S,
-                                                sysm._entropy(h.index, q, i))
-                               for i in range(sysm.E)]
-            for h in sysm.hosts for q in sysm.qps}
 
 
 def _failover(sysm, failures, t0):
