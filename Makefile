@@ -9,7 +9,7 @@ JOBS     ?= 2
 TEST     ?=
 ARGS     ?=
 
-.PHONY: all setup test demo sim waves fst-deps bench lint docs clean distclean help
+.PHONY: all setup test demo sim waves fst-deps bench coverage lint docs clean distclean help
 
 all: test
 
@@ -19,6 +19,7 @@ help:
 	@echo "make sim TEST=NAME     one testbench, e.g. TEST=header_parser or TEST=icrc_inserter"
 	@echo "make waves TEST=NAME   the same with FST waves (WAVES=1 works on any sim verb)"
 	@echo "make bench             figures into build/bench/results.json"
+	@echo "make coverage          line + toggle coverage per block from the end-to-end suite (docs/coverage.md)"
 	@echo "make lint              ruff + Verilator --lint-only on every block's Verilog"
 	@echo "make docs              regenerate docs/wire-format.md and docs/registers.md"
 	@echo "make clean             remove build/ (make distclean also removes .venv)"
@@ -55,6 +56,10 @@ waves: $(STAMP) fst-deps
 
 bench: $(STAMP)
 	$(PY) -m mrcnic.verif.bench $(ARGS)
+
+# The end-to-end suite with Verilator coverage, one simulation at a time (ARGS='--help').
+coverage: $(STAMP)
+	$(PY) -m mrcnic.verif.coverage $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

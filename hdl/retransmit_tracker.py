@@ -88,7 +88,10 @@ class RetransmitTracker(wiring.Component):
     ``target_rtt``; ECN is a SACK with m = SKIP_ONCE): no ECN and RTT below the target: the
     window grows by (target - RTT) x ``cc_gain`` / 16 bytes; no ECN, RTT at or above it: by
     ``cc_fair`` bytes; ECN and RTT at or above: it shrinks by its 2^-``cc_md``; ECN and RTT
-    below: no change. It stays within ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``.
+    below: no change. A NACK TRIMMED or TRIMMED_LASTHOP for an outstanding packet shrinks it by
+    its 2^-``cc_md`` too: a trim is a full queue, and the last hop marks no ECN, so in an incast
+    it is the only word of congestion there. It stays within ``cwnd_min`` .. ``cwnd_max`` and
+    starts at ``cwnd_init``.
     A QP sends a new packet only while its bytes in flight (payload bytes sent and not yet
     cumulatively acknowledged) are below its window (not in OFF mode).
 
@@ -591,6 +594,13 @@ class RetransmitTracker(wiring.Component):
                     count("stale")             # SACKed since
                     m.next = "IDLE"
                 with m.Else():
+                    c_cwnd = Array(cwnd)[cq]
+                    shrunk = Signal(CWND_BITS)
+                    m.d.comb += shrunk.eq(c_cwnd - (c_cwnd >> self.cc_md))
+                    for q in range(Q):
+                        with m.If(cq == q):
+                            m.d.sync += cwnd[q].eq(Mux(shrunk < self.cwnd_min, self.cwnd_min,
+                                                       shrunk))
                     m.next = "NACK_EV"
             with m.State("NACK_EV"):
                 m.d.comb += rd.addr.eq(slot(cq, p))

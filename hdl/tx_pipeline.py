@@ -42,7 +42,9 @@ class TxPipeline(wiring.Component):
     The receive side's SACKs and NACKs (``ack``) join ahead of the data: each asks the spray
     scheduler for an EV of its QP's profile (so it goes out on a GOOD path to the peer, planes
     kept even), is framed by the acknowledgement builder and then takes the data's way through
-    the ICRC inserter and the encapsulator. Frames leave in the order their EVs were granted.
+    the ICRC inserter and the encapsulator. At each frame boundary a framed acknowledgement
+    goes before the next data frame: data descriptors are granted ahead (to hide the payload
+    read), and an acknowledgement queued behind them would add their time to the peer's RTT.
 
     Retransmissions (``rtx``) come next, ahead of new packets: each has its QP's context read,
     asks for an EV other than the one that lost it, and is built again from host memory. A new
@@ -267,9 +269,7 @@ class TxPipeline(wiring.Component):
 
         # The EV joins its descriptor on the way to the header builder, or its acknowledgement
         # on the way to the acknowledgement builder (through ``acks_granted``, as that builder
-        # holds its request until the frame is out). ``order`` keeps the kind of each packet
-        # granted: frames leave in that order.
-        order = _Fifo(m, "order", data.StructLayout({"ack": 1}), 8)
+        # holds its request until the frame is out).
         grant = spray.grant.payload
         for_ack = asked.r_data.ack
         head = waiting.r_data
@@ -290,7 +290,7 @@ class TxPipeline(wiring.Component):
             areq.route.template.eq(ahead.peer.template), areq.route.mode.eq(ahead.peer.mode),
             areq.route.plane.eq(grant.plane),
         ]
-        g_ok = spray.grant.valid & asked.f.r_rdy & order.f.w_rdy
+        g_ok = spray.grant.valid & asked.f.r_rdy
         ack_granted = g_ok & for_ack & acks_waiting.f.r_rdy & acks_granted.f.w_rdy
         m.d.comb += [
             build.req.valid.eq(g_ok & ~for_ack & waiting.f.r_rdy),
@@ -310,16 +310,18 @@ class TxPipeline(wiring.Component):
             spray.grant.ready.eq(granted), asked.f.r_en.eq(granted),
             waiting.f.r_en.eq(build.req.valid & build.req.ready),
             acks_waiting.f.r_en.eq(ack_granted),
-            order.f.w_en.eq(granted), order.f.w_data.eq(for_ack),
         ]
 
-        # Frames in grant order to the ICRC inserter; each leaves its route for the
-        # encapsulator and its plane for the demultiplexer. A data packet whose read failed
-        # sends nothing: its error completion takes its turn instead (below).
+        # Frames to the ICRC inserter, whole, an acknowledgement first when one is ready at a
+        # frame boundary; each leaves its route for the encapsulator and its plane for the
+        # demultiplexer. A data packet whose read failed sends nothing: its error completion
+        # takes its turn instead (below).
         routes = _Fifo(m, "routes", route_layout(srv6._templates), 8)
         planes = _Fifo(m, "planes", data.StructLayout({"plane": range(self._planes)}), 8)
-        ack_turn = order.f.r_rdy & order.r_data.ack
-        data_turn = order.f.r_rdy & ~order.r_data.ack
+        turn = Signal(2)                  # 0 between frames, 1 an acknowledgement's, 2 data's
+        ack_ready_frame = ackb.req.valid   # (the builder's outputs wait on their readies)
+        ack_turn = (turn == 1) | ((turn == 0) & ack_ready_frame)
+        data_turn = (turn == 2) | ((turn == 0) & ~ack_ready_frame)
         src_o = Mux(ack_turn, ackb.o.payload.as_value(), build.o.payload.as_value())
         src_fr = Mux(ack_turn, ackb.frame.payload.as_value(), build.frame.payload.as_value())
         fr = build.frame.payload.shape()(src_fr)
@@ -343,7 +345,11 @@ class TxPipeline(wiring.Component):
         ]
         frame_done = o_valid & icrc.i.ready & icrc.i.payload.last
         build_failed = build.cpl.valid & build.cpl.ready
-        m.d.comb += order.f.r_en.eq(frame_done | build_failed)
+        started = (o_valid & icrc.i.ready) | (f_valid & frame_rdy)
+        with m.If(frame_done | build_failed):
+            m.d.sync += turn.eq(0)
+        with m.Elif(started & (turn == 0)):
+            m.d.sync += turn.eq(Mux(ack_turn, 1, 2))
 
         # Error completions from the segmenter and the builder share one stream; a completion
         # offered and not yet taken keeps the stream until it is (stream rules: no change under

@@ -65,6 +65,15 @@ def nic_system(width, nics=2, **config):
                          f"nics{nics}_w{width}")
 
 
+#: The incast system: eight NICs, each with a QP and a template for every other.
+INCAST_NICS = 8
+INCAST_CONFIG = dict(qps=8, templates=8)
+
+
+def incast_system(width):
+    return nic_system(width, INCAST_NICS, **INCAST_CONFIG)
+
+
 #: The RX front end's configuration, shared by its test and the bench: frames up to 4096 bytes of
 #: payload under SRv6 with an SRH.
 RX_FRONT_CONFIG = dict(planes=2, max_frame=4400, timeout=64, max_segments=4)

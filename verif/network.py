@@ -61,6 +61,18 @@ def _tc(frame: bytes, at: int) -> int:
     return (int.from_bytes(frame[at:at + 2], "big") >> 4) & 0xFF
 
 
+def tc_of(frame: bytes) -> int:
+    """The traffic class switches see: the outer IPv6 header's."""
+    return _tc(frame, ip_offsets(frame)[0])
+
+
+def set_tc(frame: bytes, tc: int) -> bytes:
+    """The frame with traffic class ``tc`` where switches see it (the ICRC does not cover it)."""
+    out = bytearray(frame)
+    _set_tc(out, ip_offsets(frame)[0], tc)
+    return bytes(out)
+
+
 def _set_tc(frame: bytearray, at: int, tc: int) -> None:
     word = int.from_bytes(frame[at:at + 4], "big")
     word = (word & ~(0xFF << 20)) | (tc << 20)

@@ -46,6 +46,10 @@ class Congestion:
             cwnd -= cwnd >> self.md_shift                          # multiplicative decrease
         return min(max(cwnd, self.cwnd_min), self.cwnd_max)
 
+    def trimmed(self, cwnd: int) -> int:
+        """The window after a NACK for a trimmed packet: a full queue, so NSCC's decrease."""
+        return max(cwnd - (cwnd >> self.md_shift), self.cwnd_min)
+
 
 @dataclass
 class Outcome:
@@ -259,6 +263,7 @@ class Sender:
         if psn not in s.out:
             self.counters["stale"] += 1
             return o
+        s.cwnd = self.cc.trimmed(s.cwnd)
         blame = reason == wire.NackReason.TRIMMED and self._record(s, psn).ev == entropy
         self._lost(qp, s, psn, EvState.SKIP if blame else None, "trim", o)
         return o

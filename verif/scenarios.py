@@ -5,7 +5,7 @@ the benches take their figures from them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mrcnic import wire
 from mrcnic.verif.network import Failure, LinkConfig, Network
@@ -22,6 +22,10 @@ class Scenario:
     name = "clean"
     about = "no failure: a clean network"
     hosts: int = 2
+    #: the NICs' build: planes, spines a plane, datapath width (tb_system fills these in)
+    planes: int = 2
+    spines: int = 4
+    width: int = 64
     #: the QPs that carry data on every host (QP 2 is the EV-probe QP on the wire)
     qps: tuple = (0, 1, 3)
     mtu: int = 1024
@@ -36,14 +40,34 @@ class Scenario:
     reliability: dict = field(default_factory=lambda: dict(
         reorder=8, rto_min=4000, rto_max=16384, probe_interval=1500, status_interval=0))
     ack_policy: tuple = (4, 256)
+    #: NSCC's target delay, in base RTTs: queues held near one base RTT
+    target_rtts: float = 1.5
+    #: ECN marks above this much queue, in microseconds of the link's rate
+    ecn_us: float = 4.0
+
+    def nic_gbps(self) -> float:
+        """The NIC's rate over all its planes: its datapath at 250 MHz."""
+        return self.width / CLOCK_NS
 
     def link(self, a, b) -> LinkConfig:
-        """The link from node ``a`` to node ``b`` ((kind, plane, number) each)."""
-        return LinkConfig()
+        """The link from node ``a`` to node ``b`` ((kind, plane, number) each): every port runs
+        at the NIC's rate shared by its planes, as an MRC NIC's does."""
+        gbps = self.nic_gbps() / self.planes
+        return LinkConfig(gbps=gbps, ecn_bytes=round(self.ecn_us * gbps * 1000 / 8))
 
-    def peers(self, h: int) -> list[int]:
-        """The host each QP of host ``h`` talks to."""
-        return [1 - h] * 8
+    def congestion(self, base_rtt_us: float) -> dict:
+        """NSCC's settings (driver.set_congestion) for this network, whose base RTT (NICs
+        included) is ``base_rtt_us``: the target delay, and a first window of one
+        bandwidth-delay product (more only queues, and is what an incast's senders all send
+        at once)."""
+        bdp = round(self.nic_gbps() * base_rtt_us * 1000 / 8)
+        return {"target_rtt": round(self.target_rtts * base_rtt_us * 1000 / CLOCK_NS),
+                "cwnd_init": max(bdp, 4096)}
+
+    def peers(self, h: int) -> dict[int, int]:
+        """The QPs of host ``h`` that carry data, each with the host it talks to (on the same
+        QP number there)."""
+        return {q: 1 - h for q in self.qps}
 
     def writes(self) -> list[tuple[int, int, int]]:
         """(host, QP, bytes) of every write, in posting order."""
@@ -52,14 +76,16 @@ class Scenario:
 
     def transfer_us(self) -> float:
         """About how long the clean transfer takes: the busiest host's bytes at its port rate
-        (the 64-bit datapath at 250 MHz sends 16 Gb/s over all its planes together)."""
-        per_host = [0] * self.hosts
-        for h, _, size in self.writes():
-            per_host[h] += size
-        return max(per_host) * 8 / (64 / CLOCK_NS) / 1000
+        or receives at the NIC's rate over all its planes together."""
+        out, into = [0] * self.hosts, [0] * self.hosts
+        for h, q, size in self.writes():
+            out[h] += size
+            into[self.peers(h)[q]] += size
+        return max(out + into) * 8 / self.nic_gbps() / 1000
 
-    def base_rtt_us(self) -> float:
-        """A full data packet out and its SACK back over four links each way, unloaded."""
+    def wire_rtt_us(self) -> float:
+        """A full data packet out and its SACK back over four links each way, unloaded, the
+        network's part alone (tb_system measures the whole base RTT, NICs included)."""
         cfg = self.link(("leaf", 0, 0), ("spine", 0, 0))
         wire_us = 4 * cfg.latency_ns / 1000
         data = 4 * (self.mtu + 150) * 8 / cfg.gbps / 1000
@@ -91,9 +117,10 @@ class Lossy(Scenario):
     sizes: tuple = (1, 7, 256, 1000, 4096, 10000, 32 * KIB, 64 * KIB)
 
     def link(self, a, b):
+        cfg = super().link(a, b)
         if "spine" in (a[0], b[0]):
-            return LinkConfig(loss=0.10, dup=0.02, reorder=0.10)
-        return LinkConfig()
+            return replace(cfg, loss=0.10, dup=0.02, reorder=0.10)
+        return cfg
 
     def check(self, results):
         rtx = sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in results["rel"])
@@ -107,6 +134,7 @@ class LinkDown(Scenario):
     plane: int = 0
     spine: int = 1
     leaf: int = 1
+    back: float | None = 0.75
 
     def failures(self, net, t0_ns):
         return [Failure(net.spine_link(self.plane, self.spine, self.leaf),
@@ -141,7 +169,7 @@ class LinkDown(Scenario):
                 after = sum(1 for t, _, e, op, dqp, rtx in results["sent"][str(h)]
                             if e == ev and op in data and dqp == q and not rtx
                             and f["at_us"] <= t + t0
-                            < results["snapshot_us"]["link down"] - 3 * results["base_rtt_us"])
+                            < results["snapshot_us"]["link down"] - 2 * results["base_rtt_us"])
                 if after >= 2:
                     checked += 1
                     assert down[key][i][2] == "ASSUMED_BAD", (
@@ -178,4 +206,56 @@ class PlaneDown(LinkDown):
         assert sent > 0 and got > 0, f"port status sent {sent}, received {got}"
 
 
-SCENARIOS = {s.name: s for s in (Scenario, Lossy, LinkDown, PlaneDown)}
+@dataclass
+class Incast(Scenario):
+    """Seven NICs write to NIC 0 at once, each on a QP of its own there; NIC 1 writes to NIC 2
+    too, on another QP: the victim, whose fair share is what NIC 1's port has left beside its
+    seventh of NIC 0's."""
+    name = "incast"
+    about = "NICs 1-7 write to NIC 0 at once (7:1); NIC 1 also writes to NIC 2, the victim"
+    hosts: int = 8
+    #: the writes each sender makes to NIC 0, and the victim's write
+    sizes: tuple = (32 * KIB,)
+    victim_size: int = 64 * KIB
+    victim: tuple = (1, 2)
+    victim_qp: int = 3
+
+    def incast_qp(self, s: int) -> int:
+        """The QP sender ``s`` (1 ..) uses, at both ends."""
+        return [q for q in range(self.hosts + 1) if q != wire.PROBE_DQP][s - 1]
+
+    def peers(self, h):
+        if h == 0:
+            return {self.incast_qp(s): s for s in range(1, self.hosts)}
+        out = {self.incast_qp(h): 0}
+        if h in self.victim:
+            other = self.victim[1 - self.victim.index(h)]
+            assert self.victim_qp not in out, "the victim needs a QP of its own"
+            out[self.victim_qp] = other
+        return out
+
+    def writes(self):
+        v = [(self.victim[0], self.victim_qp, self.victim_size)]
+        return v + [(s, self.incast_qp(s), size) for size in self.sizes
+                    for s in range(1, self.hosts)]
+
+    def fair_share_gbps(self) -> float:
+        """Max-min fair: the senders share NIC 0's port equally; the victim has the rest of
+        its sender's port."""
+        return self.nic_gbps() * (1 - 1 / (self.hosts - 1))
+
+    def check(self, results):
+        src, dst = self.victim
+        v = next(f for f in results["flows"] if f["src"] == src and f["dst"] == dst)
+        incast_end = max(f["done_us"] for f in results["flows"] if f["dst"] == 0)
+        gbps = v["bytes"] * 8 / ((v["done_us"] - v["posted_us"]) * 1000)
+        results["victim"] = {"gbps": gbps, "fair_gbps": self.fair_share_gbps(),
+                             "share": gbps / self.fair_share_gbps(),
+                             "done_us": v["done_us"], "incast_done_us": incast_end}
+        # (the figure means something only while the incast runs)
+        assert v["done_us"] < incast_end, (
+            f"the victim finished at {v['done_us']:.1f} us, after the incast "
+            f"({incast_end:.1f} us): make the incast longer")
+
+
+SCENARIOS = {s.name: s for s in (Scenario, Lossy, LinkDown, PlaneDown, Incast)}

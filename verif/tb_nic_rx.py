@@ -20,10 +20,11 @@ from mrcnic.hdl.qp_context import QpState, SrMode
 from mrcnic.hdl.rx_event import completion_layout
 from mrcnic.regmap import RX_EVENTS, RX_OUTCOMES
 from mrcnic.verif.layouts import decode
+from mrcnic.verif.network import tc_of
 from mrcnic.verif.packets import assert_frames_equal, encapsulate
 from mrcnic.verif.rx_model import Receiver
 from mrcnic.verif.tb_header_parser import _diff
-from mrcnic.verif.tb_rx import arrivals, contexts, on_wire, plain, tc_of
+from mrcnic.verif.tb_rx import arrivals, contexts, on_wire, plain
 from mrcnic.verif.tbkit import params, sink, source
 from mrcnic.verif.tx_setup import OUTER_SRC, SRC_IP, SRC_MAC, configure, sent_ev
 

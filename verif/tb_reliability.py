@@ -401,9 +401,9 @@ async def the_window_holds_new_packets(dut):
 
 @cocotb.test()
 async def the_window_follows_nscc(dut):
-    """A scripted run of SACKs, ECN-marked or not, with RTTs below and above the target: after
-    each, the window equals the model's NSCC window, and the QP has exactly as many new packets
-    out as that window allows."""
+    """A scripted run of SACKs, ECN-marked or not, with RTTs below and above the target, and a
+    trim: after each, the window equals the model's NSCC window, and the QP has exactly as many
+    new packets out as that window allows."""
     cc = Congestion(target_rtt=3000, cwnd_init=4096, cwnd_min=2048, cwnd_max=12000, fair=700,
                     gain=16, md_shift=2)
     rig = await Rig.start(dut, cc=cc)
@@ -458,6 +458,14 @@ async def the_window_follows_nscc(dut):
         out = await step(ecn, rtt)
         assert not out.retransmits and not out.completions
         await release()      # exactly what the new window lets out, and nothing sent again
+    # A trim: a queue was full, and at the last hop nothing else says so: NSCC's decrease.
+    before = rig.model.q[q].cwnd
+    out = await rig.nack(q, psns[sent - 1], wire.NackReason.TRIMMED_LASTHOP)
+    await rig.expect(out, "the trimmed packet sent again")
+    got = await rig.cfg.regs.run(driver.congestion(q))
+    assert got["cwnd"] == rig.model.q[q].cwnd < before, \
+        f"a trim: window {before} -> {got['cwnd']}, NSCC says {rig.model.q[q].cwnd}"
+    await release()
     while True:
         out = await step(False)
         if sent == len(psns):

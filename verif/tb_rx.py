@@ -21,6 +21,7 @@ from mrcnic.hdl.rx_transport import init_layout
 from mrcnic.hdl.transport_parser import transport_layout
 from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.layouts import decode, encode
+from mrcnic.verif.network import set_tc, tc_of, trim
 from mrcnic.verif.packets import encapsulate, random_mrc
 from mrcnic.verif.rx_model import HEAD, Receiver, RxQp
 from mrcnic.verif.tb_header_parser import _diff, _template
@@ -30,25 +31,6 @@ from mrcnic.verif.tx_model import QueuePair, WriteRequest, segment
 LAYOUT = EvLayout(planes=2, spines=4)
 REGION = 1 << 16
 FOREVER = (1 << 32) - 1
-
-
-def set_tc(frame: bytes, tc: int) -> bytes:
-    """The frame with the IPv6 traffic class ``tc`` (not covered by the ICRC)."""
-    word = int.from_bytes(frame[14:18], "big")
-    word = (word & ~(0xFF << 20)) | (tc << 20)
-    return frame[:14] + word.to_bytes(4, "big") + frame[18:]
-
-
-def trim(frame: bytes) -> bytes:
-    """What a trimming switch forwards: the headers through RETH / ImmDt and 4 bytes where the
-    ICRC was, the lengths rewritten, DSCP TRIMMED."""
-    bth = wire.BTH.unpack(frame[62:])
-    ext = sum(h.length for h in wire.headers_after_bth(bth["opcode"], bool(bth["tsh"])))
-    out = bytearray(frame[:HEAD + ext] + frame[-4:])
-    plen = len(out) - 54
-    out[18:20] = plen.to_bytes(2, "big")
-    out[58:60] = plen.to_bytes(2, "big")
-    return set_tc(bytes(out), wire.DscpClass.TRIMMED << 2)
 
 
 def reseal(frame: bytes) -> bytes:
@@ -262,10 +244,6 @@ def on_wire(rng, frame: bytes) -> bytes:
 def plain(record: dict) -> dict:
     """A decoded record with its enum fields as numbers, to compare with the model's."""
     return {k: getattr(v, "value", v) for k, v in record.items()}
-
-
-def tc_of(frame: bytes) -> int:
-    return (int.from_bytes(frame[14:16], "big") >> 4) & 0xFF
 
 
 @cocotb.test()

@@ -29,7 +29,7 @@ from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.network import Network
 from mrcnic.verif.scenarios import SCENARIOS, Scenario
-from mrcnic.verif.tbkit import CsrBus, params, run_dir, setup, sink, source
+from mrcnic.verif.tbkit import CLOCK_NS, CsrBus, params, run_dir, setup, sink, source
 
 SEND_BASE = 0x1000_0000          # each host's send buffers
 RECV_BASE = 0x4000_0000          # each host's receive regions, one per QP
@@ -90,8 +90,12 @@ class System:
         self.dut, self.p, self.sc, self.seed = dut, p, sc, seed
         self.rng = random.Random(seed)
         self.P, self.S, self.Q, self.E = p["planes"], p["spines"], p["qps"], p["evs"]
-        self.qps = list(sc.qps)
-        assert wire.PROBE_DQP not in self.qps and max(self.qps) < self.Q, self.qps
+        # QP q of host h talks to QP q of host peers[h][q]
+        self.peers = [sc.peers(h) for h in range(sc.hosts)]
+        for h, qps in enumerate(self.peers):
+            assert wire.PROBE_DQP not in qps and max(qps) < self.Q, (h, qps)
+            assert all(self.peers[d].get(q) == h for q, d in qps.items()), (h, qps)
+        assert p["templates"] >= sc.hosts, "a template per destination host"
         self.layout = EvLayout(self.P, self.S)
         self.out = Path(p.get("out") or run_dir())
         self.out.mkdir(parents=True, exist_ok=True)
@@ -103,6 +107,8 @@ class System:
         self.profiles: dict[tuple, list[int]] = {}     # (host, QP) -> its EVs, as loaded
         self.progress = open(self.out / "progress.jsonl", "w", buffering=1)
         self.t0 = 0.0
+        self.free_send: dict[int, int] = {}       # the next free address of each send buffer
+        self.free_recv: dict[tuple, int] = {}     # ...and of each (host, QP) receive region
 
     def log(self, **kw):
         """A line of progress for whoever follows the run, its time from the first post."""
@@ -158,7 +164,7 @@ class System:
 
     def peer_of(self, h, q):
         """QP ``q`` of host ``h`` talks to QP ``q`` of this host."""
-        return self.sc.peers(h)[q]
+        return self.peers[h][q]
 
     async def _configure(self, host):
         h, regs = host.index, host.regs
@@ -166,8 +172,7 @@ class System:
         await regs.run(driver.set_addresses(host_mac(h), host_ip(h)))
         for d in range(self.sc.hosts):
             await regs.run(driver.write_template(d, template(h, d)))
-        for q in self.qps:
-            peer = self.peer_of(h, q)
+        for q, peer in self.peers[h].items():
             await regs.run(driver.configure_qp(q, driver.QpConfig(
                 dqp=q, dst_mac=host_mac(peer), dst_ip=host_ip(peer), template=peer,
                 mtu=self.sc.mtu, next_psn=self._psn(h, peer, q), msn=self._msn(h, peer, q),
@@ -189,34 +194,49 @@ class System:
     def _entropy(self, h, q, i):
         return random.Random(f"{self.seed}-ev-{h}-{q}-{i}").getrandbits(32)
 
+    async def _message(self, h, q, size) -> Message:
+        """A write of ``size`` random bytes from host ``h`` on QP ``q``, to a fresh VA."""
+        dst = self.peer_of(h, q)
+        data = self.rng.randbytes(size)
+        laddr = self.free_send.get(h, SEND_BASE)
+        self.free_send[h] = laddr + size + 64 - size % 64
+        va = self.free_recv.get((dst, q), RECV_BASE + q * REGION)
+        self.free_recv[(dst, q)] = va + size + 64 - size % 64
+        assert va + size <= RECV_BASE + (q + 1) * REGION, "the scenario writes too much"
+        await self.hosts[h].mem.write_bytes(laddr, data)
+        m = Message(h, q, len(self.messages) + 1, data, laddr, va, dst)
+        self.messages[(h, m.wr_id)] = m
+        return m
+
+    async def _post(self, m: Message):
+        m.posted_ns = get_sim_time("ns")
+        await self.hosts[m.src].wr.send(AxiStreamFrame(encode(work_request_layout(), {
+            "wr_id": m.wr_id, "qp": m.qp, "opcode": WrOpcode.WRITE, "laddr": m.laddr,
+            "va": m.va, "rkey": 0x100 + m.qp, "length": len(m.data)})))
+        self.log(event="posted", host=m.src, qp=m.qp, wr_id=m.wr_id, bytes=len(m.data))
+
+    async def ping(self) -> float:
+        """The base RTT, in microseconds: one full packet written on an idle system, and the
+        RTT its sender measured from its SACK (NICs and network together, no queue)."""
+        h, q = 0, min(self.peers[0])
+        m = await self._message(h, q, self.sc.mtu)
+        await self._post(m)
+        while m.done_ns is None:
+            await ClockCycles(self.dut.clk, 64)
+        cg = await self.hosts[h].regs.run(driver.congestion(q))
+        assert cg["rtt"] > 0, f"no RTT sample after a whole write: {cg}"
+        return cg["rtt"] * CLOCK_NS / 1000
+
     async def post_all(self):
         """Every host writes its messages on every QP; each message to a fresh VA."""
-        free_send = {h: SEND_BASE for h in range(self.sc.hosts)}
-        free_recv = {(h, q): RECV_BASE + q * REGION for h in range(self.sc.hosts)
-                     for q in range(self.Q)}
-        wr_id = 0
-        for h, q, size in self.sc.writes():
-            dst = self.peer_of(h, q)
-            data = self.rng.randbytes(size)
-            laddr = free_send[h]
-            free_send[h] += size + 64 - size % 64
-            va = free_recv[(dst, q)]
-            free_recv[(dst, q)] += size + 64 - size % 64
-            assert va + size <= RECV_BASE + (q + 1) * REGION, "the scenario writes too much"
-            await self.hosts[h].mem.write_bytes(laddr, data)
-            wr_id += 1
-            m = Message(h, q, wr_id, data, laddr, va, dst, posted_ns=get_sim_time("ns"))
-            self.messages[(h, wr_id)] = m
-        for m in self.messages.values():
-            await self.hosts[m.src].wr.send(AxiStreamFrame(encode(work_request_layout(), {
-                "wr_id": m.wr_id, "qp": m.qp, "opcode": WrOpcode.WRITE, "laddr": m.laddr,
-                "va": m.va, "rkey": 0x100 + m.qp, "length": len(m.data)})))
-            self.log(event="posted", host=m.src, qp=m.qp, wr_id=m.wr_id, bytes=len(m.data))
+        new = [await self._message(h, q, size) for h, q, size in self.sc.writes()]
+        for m in new:
+            await self._post(m)
 
     async def ev_states(self):
         out = {}
         for host in self.hosts:
-            for q in self.qps:
+            for q in self.peers[host.index]:
                 out[(host.index, q)] = await host.regs.run(driver.ev_states(q))
         return out
 
@@ -224,12 +244,16 @@ class System:
 @cocotb.test()
 async def scenario(dut):
     p = params()
-    sc = SCENARIOS[p["scenario"]](**p.get("options", {}))
+    sc = SCENARIOS[p["scenario"]](planes=p["planes"], spines=p["spines"], width=p["width"],
+                                  **p.get("options", {}))
     seed = p["seed"]
     wall0 = time.monotonic()
     dut._log.info(f"scenario {sc.name}, seed {seed}")
     sysm = System(dut, p, sc, seed)
     await sysm.start()
+    base_rtt_us = await sysm.ping()
+    for host in sysm.hosts:
+        await host.regs.run(driver.set_congestion(**sc.congestion(base_rtt_us)))
     t0 = sysm.t0 = get_sim_time("ns")
     failures = sc.failures(sysm.net, t0)
     cocotb.start_soon(sysm.net.schedule(failures, 0.0,
@@ -281,8 +305,7 @@ async def scenario(dut):
         assert got == mine, f"seed {seed}: host {host.index} completions {got}, posted {mine}"
         bad = [(w, s.name) for w, s, _ in host.completions if s is not WrStatus.OK]
         assert not bad, f"seed {seed}: host {host.index}: failed completions {bad}"
-        for q in sysm.qps:
-            peer = sysm.peer_of(host.index, q)
+        for q, peer in sysm.peers[host.index].items():
             want = sum(1 for m in sysm.messages.values() if m.src == peer and m.qp == q)
             msns = [msn for qq, msn in host.received if qq == q]
             first = sysm._msn(peer, host.index, q)
@@ -293,13 +316,14 @@ async def scenario(dut):
     # The figures.
     counters = [await h.regs.run(driver.rel_counters()) for h in sysm.hosts]
     rx = [await h.regs.run(driver.rx_counters()) for h in sysm.hosts]
-    payload = sum(len(m.data) for m in sysm.messages.values())
+    work = [m for m in sysm.messages.values() if m.posted_ns >= t0]     # (not the ping)
+    payload = sum(len(m.data) for m in work)
     results = {
         "scenario": sc.name, "seed": seed, "options": p.get("options", {}),
         "hosts": sc.hosts, "planes": sysm.P, "spines": sysm.S, "qps": sysm.Q, "evs": sysm.E,
-        "messages": total, "bytes": payload,
+        "messages": len(work), "bytes": payload,
         "fct_us": (end - t0) / 1000, "goodput_gbps": payload * 8 / (end - t0),
-        "base_rtt_us": sc.base_rtt_us(),
+        "base_rtt_us": base_rtt_us, "wire_rtt_us": sc.wire_rtt_us(),
         "rel": counters, "rx": rx, "network": dict(sysm.net.totals()),
         "drops": dict(sysm.net.count),
         "failures": [{"what": f.what, "at_us": (f.at_ns) / 1000,

@@ -30,3 +30,15 @@ def test_scenario(scenario, seed, options, tmp_path):
         assert results["dead_entries_checked"] >= 1, results["dead_entries_checked"]
     if scenario == "lossy":
         assert results["network"]["lost"] > 0 and results["network"]["duplicated"] > 0
+
+
+def test_incast(tmp_path):
+    """Seven NICs write to an eighth at once while one of them also writes elsewhere: every
+    byte lands, every message completes once, and the victim finishes while the incast runs
+    (its share of the bandwidth is a bench figure: make bench, incast_victim_share)."""
+    harness.run(builds.incast_system(64), "mrcnic.verif.tb_system",
+                {"width": 64, **builds.NIC_CONFIG, **builds.INCAST_CONFIG, "window": 256,
+                 "scenario": "incast", "seed": 15, "options": {}, "out": str(tmp_path)},
+                tag="system_incast")
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["victim"]["done_us"] < results["victim"]["incast_done_us"]
