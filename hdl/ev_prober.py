@@ -1,8 +1,10 @@
 """EV prober: sends the probes that can bring ASSUMED_BAD EVs back to GOOD."""
 
-from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth import Array, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+
+from .bits import first_from
 
 __all__ = ["EvProber", "INTERVAL_BITS", "probe_layout"]
 
@@ -49,13 +51,7 @@ class EvProber(wiring.Component):
 
         # The first bad entry at or after the QP's mark, wrapping.
         bad = self.bad
-        start = Array(after)[qp]
-        rotated = Signal(E)
-        m.d.comb += rotated.eq(Cat(bad, bad).bit_select(start, E))
-        first = Signal(range(E))
-        for k in reversed(range(E)):
-            with m.If(rotated[k]):
-                m.d.comb += first.eq(k)
+        first = first_from(m, bad, Array(after)[qp])
 
         p = self.probe.payload
         stamp = Signal(16)                    # held while offered: a payload keeps still
@@ -70,7 +66,7 @@ class EvProber(wiring.Component):
                     m.next = "LOOK"
             with m.State("LOOK"):
                 with m.If(bad.any()):
-                    m.d.sync += entry.eq((start + first)[:max(1, (E - 1).bit_length())])
+                    m.d.sync += entry.eq(first)
                     m.next = "SEND"
                 with m.Else():
                     m.d.sync += [qp.eq(Mux(qp == Q - 1, 0, qp + 1)), looked.eq(looked + 1)]

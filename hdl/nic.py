@@ -196,6 +196,7 @@ class Nic(wiring.Component):
         wiring.connect(m, tx.probed, rel.probed)
         wiring.connect(m, rel.peer, tx.peer)
         m.d.comb += [rel.now.eq(tx.timestamp), tx.gate_open.eq(rel.gate_open),
+                     tx.gate_ready.eq(rel.gate_ready),
                      rel.mode.as_value().eq(bank.rel_mode)]
         for name in ("qp", "psn", "length", "take"):
             m.d.comb += getattr(rel, f"gate_{name}").eq(getattr(tx, f"gate_{name}"))

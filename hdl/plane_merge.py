@@ -4,6 +4,7 @@ from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .bits import first_from
 from .frame_guard import guarded_layout
 from .stream import check_width
 
@@ -41,12 +42,7 @@ class PlaneMerge(wiring.Component):
         # Not mid-frame: the first plane with a frame waiting, from nxt on.
         valid = Signal(P)
         m.d.comb += valid.eq(Cat(*[s.valid for s in ins]))
-        pick = Signal(range(P))
-        for k in reversed(range(P)):          # the lowest offset is assigned last and wins
-            cand = Signal(range(P), name=f"cand{k}")
-            m.d.comb += cand.eq(Mux(nxt + k >= P, nxt + k - P, nxt + k))
-            with m.If(valid.bit_select(cand, 1)):
-                m.d.comb += pick.eq(cand)
+        pick = first_from(m, valid, nxt, "pick")
         sel = Signal(range(P))
         m.d.comb += sel.eq(Mux(busy, cur, pick))
 

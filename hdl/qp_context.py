@@ -53,7 +53,8 @@ class QpContext(wiring.Component):
     """The context of ``qps`` queue pairs: a static part written by management and a sequence
     part (next PSN, MSN) that management initialises and the segmenter advances.
 
-    Reads have one cycle of latency (``*_addr`` in, ``*_data`` the next cycle). A sequence
+    Reads have one cycle of latency (``*_addr`` in, ``*_data`` the next cycle); a read of the
+    sequence part sees a write in the same cycle. A sequence
     write-back from the datapath wins over a management write in the same cycle; the management
     write then waits (``write.ready`` low), so nothing is lost.
 
@@ -62,6 +63,8 @@ class QpContext(wiring.Component):
     write : In(stream {qp, static, seq})
         Management: set a QP's whole context.
     rd_addr : In(range(qps)); rd_static, rd_seq : Out, the context of ``rd_addr`` a cycle later.
+    emit_addr : In(range(qps)); emit_static : Out, the segmenter's read of the static part for
+        the packets it sends.
     rx_addr : In(range(qps)); rx_static : Out, the receive side's read of the static part.
     ack_addr : In(range(qps)); ack_static : Out, the acknowledgements' read of it.
     rtx_addr : In(range(qps)); rtx_static : Out, the retransmissions' read of it.
@@ -78,6 +81,7 @@ class QpContext(wiring.Component):
             "rd_addr": In(range(qps)),
             "rd_static": Out(static_layout()),
             "rd_seq": Out(seq_layout()),
+            "emit_addr": In(range(qps)), "emit_static": Out(static_layout()),
             **{f"{name}_{kind}": port for name in READ_PORTS
                for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
             "wb": In(stream.Signature(data.StructLayout({"qp": range(qps), "seq": seq_layout()}),
@@ -92,12 +96,13 @@ class QpContext(wiring.Component):
         m = Module()
         m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[])
         m.submodules.seq = seq = Memory(shape=seq_layout(), depth=self._qps, init=[])
-        s_rd, q_rd = static.read_port(), seq.read_port()
-        for name in READ_PORTS:
+        s_wr, q_wr = static.write_port(), seq.write_port()
+        # (a request taken as its QP's last message ends must see that message's write-back)
+        s_rd, q_rd = static.read_port(), seq.read_port(transparent_for=(q_wr,))
+        for name in ("emit", *READ_PORTS):
             port = static.read_port()
             m.d.comb += [port.addr.eq(getattr(self, f"{name}_addr")),
                          getattr(self, f"{name}_static").eq(port.data)]
-        s_wr, q_wr = static.write_port(), seq.write_port()
         m.d.comb += [
             s_rd.addr.eq(self.rd_addr), q_rd.addr.eq(self.rd_addr),
             self.rd_static.eq(s_rd.data), self.rd_seq.eq(q_rd.data),

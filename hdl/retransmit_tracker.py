@@ -16,10 +16,11 @@ from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor
 from .spray_scheduler import EvState
 from .transport_parser import transport_layout
 
-__all__ = ["RelMode", "sent_layout", "retransmit_layout", "RetransmitTracker"]
+__all__ = ["RelMode", "sent_layout", "retransmit_layout", "RetransmitTracker", "PROBES_KEPT"]
 
 TIME_BITS = 16          # the TSETH timestamp's width: send times and RTTs are in its cycles
 CWND_BITS = 24          # congestion windows, in bytes
+PROBES_KEPT = 4         # a QP's latest probes an answer is matched against
 
 
 class RelMode(enum.Enum, shape=2):
@@ -72,8 +73,10 @@ class RetransmitTracker(wiring.Component):
       packet arriving on it since (a SACK whose triggering packet came on the entry's EV
       clears the suspicion), so a dead path stops carrying packets after two losses even
       while the retransmissions keep the QP moving and no timeout fires.
-    * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: that packet is retransmitted at
-      once; for TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
+    * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
+      that packet is retransmitted at once if the QP's bytes in flight less its own are below
+      the new window (in GO_BACK_N, always); otherwise it is left to be a SACK hole or a
+      timeout. For TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
       Other NACK reasons, ACKs and endpoint packets other than a port status are counted
       under ``other``.
     * Port status (ERTH, op PORT_STATUS, BTH dqp naming the QP): the planes its peer says it
@@ -88,10 +91,14 @@ class RetransmitTracker(wiring.Component):
     ``target_rtt``; ECN is a SACK with m = SKIP_ONCE): no ECN and RTT below the target: the
     window grows by (target - RTT) x ``cc_gain`` / 16 bytes; no ECN, RTT at or above it: by
     ``cc_fair`` bytes; ECN and RTT at or above: it shrinks by its 2^-``cc_md``; ECN and RTT
-    below: no change. A NACK TRIMMED or TRIMMED_LASTHOP for an outstanding packet shrinks it by
-    its 2^-``cc_md`` too: a trim is a full queue, and the last hop marks no ECN, so in an incast
-    it is the only word of congestion there. It stays within ``cwnd_min`` .. ``cwnd_max`` and
-    starts at ``cwnd_init``.
+    below: no change. A NACK TRIMMED or TRIMMED_LASTHOP for an outstanding packet halves it, as a
+    loss does TCP's: a trim is a full queue, and the last hop marks no ECN, so in an incast it
+    is the only word of congestion there, and the queue must drain. It stays within
+    ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``.
+
+    After a trim, until a SACK with neither ECN nor an RTT at or above the target, a SACK hole
+    sets its entry SKIP but never ASSUMED_BAD: a full queue loses packets as a dead path does,
+    and retiring the paths of a congested QP only crowds its traffic onto fewer of them.
     A QP sends a new packet only while its bytes in flight (payload bytes sent and not yet
     cumulatively acknowledged) are below its window (not in OFF mode).
 
@@ -112,7 +119,9 @@ class RetransmitTracker(wiring.Component):
     sent : In(stream sent_layout), always ready: each data packet as it is granted its EV.
     probed : In(stream {qp, index, ev}), always ready: each probe as it is granted its EV. A
         SACK with the probe-response bit for that QP naming that EV (and m not ALWAYS_SKIP)
-        sets the entry GOOD again; only the QP's latest probe is remembered.
+        sets the entry GOOD again; the QP's latest ``PROBES_KEPT`` probes are remembered (the
+        first of them on that EV is answered), as under load an answer can take longer than
+        the interval between probes.
     feedback : In(stream transport_layout(planes)): SACK, NACK, ACK and endpoint packets.
     retransmit : Out(stream retransmit_layout)
     ev_update : Out(stream {qp, index, state})
@@ -122,6 +131,9 @@ class RetransmitTracker(wiring.Component):
         PSN ``gate_psn`` (it is less than ``window`` past ``una``, and the QP's bytes in flight
         are below its window); gate_take : In, it is sent: its bytes count from now, so the
         packets between the gate and the grant count too.
+    gate_ready : Out(qps), the QPs whose next packet ``gate_open`` would let go (counting the
+        PSNs recorded as sent, which lag the gate by the grant's few cycles): the segmenter
+        offers only these, so a QP whose window is shut holds up no other.
     now : In(16), the TX timestamp counter.
     mode : In(RelMode); reorder, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
         cwnd_min, cwnd_max : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
@@ -151,7 +163,7 @@ class RetransmitTracker(wiring.Component):
             "peer": Out(stream.Signature(data.StructLayout({
                 "qp": range(qps), "planes": planes}), always_ready=True)),
             "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_length": In(13),
-            "gate_open": Out(1), "gate_take": In(1),
+            "gate_open": Out(1), "gate_take": In(1), "gate_ready": Out(qps),
             "now": In(TIME_BITS),
             "mode": In(RelMode), "reorder": In(16), "rto_min": In(16), "rto_max": In(16),
             "target_rtt": In(16), "cc_fair": In(16), "cc_gain": In(8), "cc_md": In(4),
@@ -202,9 +214,17 @@ class RetransmitTracker(wiring.Component):
         srtt = [Signal(TIME_BITS, name=f"srtt_q{q}") for q in range(Q)]
         rttvar = [Signal(TIME_BITS, name=f"rttvar_q{q}") for q in range(Q)]
         have_rtt = Signal(Q)
-        probe_ev = [Signal(32, name=f"probe_ev_q{q}") for q in range(Q)]
-        probe_index = [Signal(range(E), name=f"probe_index_q{q}") for q in range(Q)]
-        probe_live = Signal(Q)
+        # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
+        K = PROBES_KEPT
+        probe_ev = [[Signal(32, name=f"probe_ev_q{q}_{k}") for k in range(K)] for q in range(Q)]
+        probe_index = [[Signal(range(E), name=f"probe_index_q{q}_{k}") for k in range(K)]
+                       for q in range(Q)]
+        probe_live = [Signal(K, name=f"probe_live_q{q}") for q in range(Q)]
+        probe_next = [Signal(range(K), name=f"probe_next_q{q}") for q in range(Q)]
+        # A trim seen (a full queue) and not yet cleared by a SACK with neither ECN nor a high
+        # RTT: a SACK hole then is not blamed on its path (ASSUMED_BAD). (ECN alone loses
+        # nothing: it says a path is busier than the others.)
+        congested = Signal(Q)
         # Entries that lost a packet (a SACK hole) with none arriving on them since.
         suspect = [Signal(E, name=f"suspect_q{q}") for q in range(Q)]
         sus_set, sus_clr = Signal(E), Signal(E)
@@ -213,8 +233,11 @@ class RetransmitTracker(wiring.Component):
             count("probes_sent")
             for q in range(Q):
                 with m.If(pb.qp == q):
-                    m.d.sync += [probe_ev[q].eq(pb.ev), probe_index[q].eq(pb.index),
-                                 probe_live[q].eq(1)]
+                    for k in range(K):
+                        with m.If(probe_next[q] == k):
+                            m.d.sync += [probe_ev[q][k].eq(pb.ev), probe_index[q][k].eq(pb.index),
+                                         probe_live[q][k].eq(1)]
+                    m.d.sync += probe_next[q].eq(Mux(probe_next[q] == K - 1, 0, probe_next[q] + 1))
         cwnd = [Signal(CWND_BITS, name=f"cwnd_q{q}") for q in range(Q)]
         flight = [Signal(32, name=f"flight_q{q}") for q in range(Q)]     # payload bytes
         last_rtt = [Signal(TIME_BITS, name=f"rtt_q{q}") for q in range(Q)]
@@ -242,6 +265,8 @@ class RetransmitTracker(wiring.Component):
         m.d.comb += self.gate_open.eq(
             ((self.gate_psn - Array(una)[self.gate_qp])[:PSN_BITS] < W)
             & (off | (Array(flight)[self.gate_qp] < Array(cwnd)[self.gate_qp])))
+        m.d.comb += self.gate_ready.eq(Cat(
+            ((nxt[q] - una[q])[:PSN_BITS] < W) & (off | (flight[q] < cwnd[q])) for q in range(Q)))
 
         # ---- packets sent: recorded as granted ------------------------------------------------
         s = self.sent.payload
@@ -354,7 +379,7 @@ class RetransmitTracker(wiring.Component):
                                          nxt[q].eq(self.init.payload.psn),
                                          high[q].eq(self.init.payload.psn),
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
-                                 suspect[q].eq(0),
+                                 suspect[q].eq(0), congested[q].eq(0),
                                          flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
@@ -396,16 +421,26 @@ class RetransmitTracker(wiring.Component):
 
             # ---- a probe's answer: its EV is GOOD again ----------------------------------------
             with m.State("PROBE_ANSWER"):
-                with m.If(probe_live.bit_select(cq, 1) & (Array(probe_ev)[cq] == f_ent)
-                          & (f_m != wire.SackMark.ALWAYS_SKIP)):
+                # The first of the QP's kept probes on the answer's EV.
+                hits = Signal(K)
+                hit = Signal(range(K))
+                m.d.comb += hits.eq(Cat(
+                    Array(probe_live)[cq][k] & (Array(p_ev[k] for p_ev in probe_ev)[cq] == f_ent)
+                    for k in range(K)))
+                for k in reversed(range(K)):
+                    with m.If(hits[k]):
+                        m.d.comb += hit.eq(k)
+                with m.If(hits.any() & (f_m != wire.SackMark.ALWAYS_SKIP)):
                     m.d.comb += [self.ev_update.valid.eq(1),
-                                 self.ev_update.payload.index.eq(Array(probe_index)[cq]),
+                                 self.ev_update.payload.index.eq(
+                                     Array(Array(p_ix) for p_ix in probe_index)[cq][hit]),
                                  self.ev_update.payload.state.eq(EvState.GOOD)]
                     with m.If(self.ev_update.ready):
                         count("probes_answered")
                         for q in range(Q):
                             with m.If(cq == q):
-                                m.d.sync += probe_live[q].eq(0)
+                                m.d.sync += probe_live[q].eq(
+                                    probe_live[q] & ~(Const(1, K) << hit)[:K])
                         m.next = "SACK_CHECK"
                 with m.Else():
                     m.next = "SACK_CHECK"
@@ -465,6 +500,8 @@ class RetransmitTracker(wiring.Component):
                     for q in range(Q):
                         with m.If(cq == q):
                             m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
+                            with m.If(~ecn & below):
+                                m.d.sync += congested[q].eq(0)
                             with m.If(~have_rtt[q]):
                                 m.d.sync += [srtt[q].eq(sample), rttvar[q].eq(sample >> 1),
                                              have_rtt[q].eq(1)]
@@ -552,7 +589,7 @@ class RetransmitTracker(wiring.Component):
                 # A SACK hole: the entry that lost it is suspect, or bad if it already was.
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 lost_on = (Const(1, E) << rec.index)[:E]
-                again = (Array(suspect)[cq] & lost_on).any()
+                again = (Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
                 with m.If(rec.pkt.psn == p):
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
                         Mux(again, EvState.ASSUMED_BAD, EvState.SKIP))]
@@ -596,23 +633,33 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     c_cwnd = Array(cwnd)[cq]
                     shrunk = Signal(CWND_BITS)
-                    m.d.comb += shrunk.eq(c_cwnd - (c_cwnd >> self.cc_md))
+                    m.d.comb += shrunk.eq(c_cwnd - (c_cwnd >> 1))
                     for q in range(Q):
                         with m.If(cq == q):
-                            m.d.sync += cwnd[q].eq(Mux(shrunk < self.cwnd_min, self.cwnd_min,
-                                                       shrunk))
+                            m.d.sync += [cwnd[q].eq(Mux(shrunk < self.cwnd_min, self.cwnd_min,
+                                                        shrunk)), congested[q].eq(1)]
                     m.next = "NACK_EV"
             with m.State("NACK_EV"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
+                # It goes again at once if the window, just shrunk, would let it out as a new
+                # packet (its own bytes left the network); else it waits to be a SACK hole, or
+                # a timeout: resending every trim at once into the queue that trimmed it
+                # keeps that queue full.
+                room = (Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq]
                 with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
                           & (rec.pkt.psn == p)):
                     m.d.comb += [self.ev_update.valid.eq(1),
                                  self.ev_update.payload.state.eq(EvState.SKIP)]
                     with m.If(self.ev_update.ready):
                         count("ev_skip")
-                        m.next = "NACK_RTX"
-                with m.Else():
+                        with m.If(room | gbn):
+                            m.next = "NACK_RTX"
+                        with m.Else():
+                            m.next = "IDLE"
+                with m.Elif(room | gbn):
                     m.next = "NACK_RTX"
+                with m.Else():
+                    m.next = "IDLE"
             with m.State("NACK_RTX"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 with m.If(emit_retransmit()):

@@ -1,12 +1,14 @@
 """Segmenter: cuts each write request into MTU-sized packets with their PSNs and opcodes."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Array, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
 
-from .qp_context import READ_PORTS, QpContext, QpState, context_write_layout, seq_layout, static_layout
+from .bits import first_from
+from .qp_context import READ_PORTS, QpContext, QpState, context_write_layout, static_layout
 
 __all__ = ["WrOpcode", "WrStatus", "work_request_layout", "packet_descriptor_layout",
            "completion_layout", "Segmenter", "MAX_MESSAGE", "MAX_TRIES"]
@@ -52,10 +54,16 @@ def completion_layout(qps):
 
 
 class Segmenter(wiring.Component):
-    """Enters: work requests. Leaves: one packet descriptor a cycle per MTU of each message,
-    with consecutive 24-bit PSNs (wrapping), FIRST / MIDDLE / LAST / ONLY opcodes (_IMM when the
+    """Enters: work requests. Leaves: packet descriptors, one per MTU of each message, with
+    consecutive 24-bit PSNs (wrapping), FIRST / MIDDLE / LAST / ONLY opcodes (_IMM when the
     request carries an immediate), the QP's MSN, and the VA of each packet's own payload; or, for
     a request that cannot be sent, an error completion, after which the next request is taken.
+
+    Every QP has a slot for one message. A request goes to its QP's slot as soon as that is free
+    (a second request for a busy QP waits there, and holds the requests behind it). The QPs with
+    a message whose window is open (``open``) take turns, a packet each, so that a QP whose
+    window is shut holds up no other: packets of one QP leave in order, those of different QPs
+    interleave.
 
     The QP context (its own :class:`QpContext`) is set through ``ctx_write``; the segmenter
     advances each QP's next PSN and MSN after its last packet.
@@ -63,9 +71,10 @@ class Segmenter(wiring.Component):
     Attributes
     ----------
     wr : In(stream work_request_layout)
-    pkt : Out(stream packet_descriptor_layout)
-    cpl : Out(stream completion_layout): error completions.
+    pkt : Out(stream packet_descriptor_layout); ``valid`` only while ``open`` has its QP
+    cpl : Out(stream completion_layout): error completions, in request order.
     ctx_write : In(stream {qp, static, seq}): management writes of a QP's context.
+    open : In(qps): the QPs that may send a new packet now (the reliability engine's window).
     pkt_static : Out(static_layout()): the context of the QP of ``pkt``, valid with it.
     rx_addr, ack_addr, rtx_addr : In(range(qps)); rx_static, ack_static, rtx_static :
         Out(static_layout()), the context's other read ports (a cycle of latency), for the
@@ -83,6 +92,7 @@ class Segmenter(wiring.Component):
             "pkt": Out(stream.Signature(packet_descriptor_layout(qps))),
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "ctx_write": In(stream.Signature(context_write_layout(qps))),
+            "open": In(qps),
             "pkt_static": Out(static_layout()),
             **{f"{name}_{kind}": port for name in READ_PORTS
                for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
@@ -92,60 +102,39 @@ class Segmenter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        Q = self._qps
         m.submodules.ctx = ctx = self._ctx
         wiring.connect(m, wiring.flipped(self.ctx_write), ctx.write)
         for name in READ_PORTS:
             m.d.comb += [getattr(ctx, f"{name}_addr").eq(getattr(self, f"{name}_addr")),
                          getattr(self, f"{name}_static").eq(getattr(ctx, f"{name}_static"))]
 
-        req = Signal(work_request_layout(self._qps))
-        static = Signal(static_layout())
-        seq = Signal(seq_layout())
-        remaining = Signal(32)
-        offset = Signal(32)
-        psn = Signal(24)
-        first = Signal()
+        # Each QP has a slot for the message it is sending: the request and its MSN in block
+        # RAM (written when the request is taken, read while its packets go out), and what
+        # changes with every packet in registers.
+        slot_shape = data.StructLayout({"req": work_request_layout(Q), "msn": 16})
+        m.submodules.slots = slots = Memory(shape=slot_shape, depth=Q, init=[])
+        s_wr, s_rd = slots.write_port(), slots.read_port()
+        active = Signal(Q)                                   # the QP's slot holds a message
+        remaining = [Signal(32, name=f"remaining_q{q}") for q in range(Q)]
+        offset = [Signal(32, name=f"offset_q{q}") for q in range(Q)]
+        psn = [Signal(24, name=f"psn_q{q}") for q in range(Q)]
+        first = Signal(Q)
+
+        # ---- taking requests: one at a time, each to its QP's slot once that is free ----------
+        req = Signal(work_request_layout(Q))
         status = Signal(WrStatus)
-        mtu = Signal(13)
-        m.d.comb += mtu.eq(256 << static.mtu)
-
+        m.d.comb += [self.cpl.payload.wr_id.eq(req.wr_id), self.cpl.payload.qp.eq(req.qp),
+                     self.cpl.payload.status.eq(status)]
         m.d.comb += ctx.rd_addr.eq(Mux(self.wr.valid & self.wr.ready, self.wr.payload.qp, req.qp))
-
-        last = Signal()
-        m.d.comb += last.eq(remaining <= mtu)
-        imm = req.opcode == WrOpcode.WRITE_IMM
-        opcode = Signal(8)
-        with m.If(first & last):
-            m.d.comb += opcode.eq(Mux(imm, wire.Opcode.WRITE_ONLY_IMM, wire.Opcode.WRITE_ONLY))
-        with m.Elif(first):
-            m.d.comb += opcode.eq(wire.Opcode.WRITE_FIRST)
-        with m.Elif(last):
-            m.d.comb += opcode.eq(Mux(imm, wire.Opcode.WRITE_LAST_IMM, wire.Opcode.WRITE_LAST))
-        with m.Else():
-            m.d.comb += opcode.eq(wire.Opcode.WRITE_MIDDLE)
-
-        p = self.pkt.payload
-        m.d.comb += [
-            p.wr_id.eq(req.wr_id), p.qp.eq(req.qp), p.opcode.eq(opcode), p.psn.eq(psn),
-            p.msn.eq(seq.msn), p.va.eq(req.va + offset), p.laddr.eq(req.laddr + offset),
-            p.length.eq(Mux(last, remaining, mtu)), p.dma_length.eq(req.length),
-            p.rkey.eq(req.rkey), p.imm.eq(req.imm), p.last.eq(last),
-            self.pkt_static.eq(static),
-            self.cpl.payload.wr_id.eq(req.wr_id), self.cpl.payload.qp.eq(req.qp),
-            self.cpl.payload.status.eq(status),
-        ]
-
-        with m.FSM():
+        with m.FSM(name="take"):
             with m.State("IDLE"):
                 m.d.comb += self.wr.ready.eq(1)
                 with m.If(self.wr.valid):
                     m.d.sync += [req.eq(self.wr.payload), self.requests.eq(self.requests + 1)]
                     m.next = "LOOKUP"
             with m.State("LOOKUP"):
-                m.d.sync += [static.eq(ctx.rd_static), seq.eq(ctx.rd_seq),
-                             psn.eq(ctx.rd_seq.next_psn), remaining.eq(req.length),
-                             offset.eq(0), first.eq(1)]
-                with m.If(req.qp >= self._qps):
+                with m.If(req.qp >= Q):
                     m.d.sync += status.eq(WrStatus.BAD_QP)
                     m.next = "ERROR"
                 with m.Elif(req.length == 0):
@@ -157,21 +146,86 @@ class Segmenter(wiring.Component):
                 with m.Elif(ctx.rd_static.state != QpState.RTS):
                     m.d.sync += status.eq(WrStatus.QP_NOT_RTS)
                     m.next = "ERROR"
+                with m.Elif(active.bit_select(req.qp, 1)):
+                    # The QP is still sending its last message; its sequence is written back
+                    # with that message's last packet, so look again once it is done.
+                    m.next = "WAIT"
                 with m.Else():
-                    m.next = "EMIT"
-            with m.State("EMIT"):
-                m.d.comb += self.pkt.valid.eq(1)
-                with m.If(self.pkt.ready):
-                    m.d.sync += [psn.eq(psn + 1), remaining.eq(remaining - mtu),
-                                 offset.eq(offset + mtu), first.eq(0)]
-                    with m.If(last):
-                        m.d.comb += [ctx.wb.valid.eq(1), ctx.wb.payload.qp.eq(req.qp),
-                                     ctx.wb.payload.seq.next_psn.eq(psn + 1),
-                                     ctx.wb.payload.seq.msn.eq(seq.msn + 1)]
-                        m.next = "IDLE"
+                    m.d.comb += [s_wr.en.eq(1), s_wr.addr.eq(req.qp),
+                                 s_wr.data.req.eq(req), s_wr.data.msn.eq(ctx.rd_seq.msn)]
+                    for q in range(Q):
+                        with m.If(req.qp == q):
+                            m.d.sync += [remaining[q].eq(req.length), offset[q].eq(0),
+                                         psn[q].eq(ctx.rd_seq.next_psn), first[q].eq(1),
+                                         active[q].eq(1)]
+                    m.next = "IDLE"
+            with m.State("WAIT"):
+                with m.If(~active.bit_select(req.qp, 1)):
+                    m.next = "LOOKUP"
             with m.State("ERROR"):
                 m.d.comb += self.cpl.valid.eq(1)
                 with m.If(self.cpl.ready):
                     m.d.sync += self.errors.eq(self.errors + 1)
                     m.next = "IDLE"
+
+        # ---- sending: the QPs with a message and an open window take turns, a packet each ----
+        cur = Signal(range(Q))
+        elig = Signal(Q)
+        m.d.comb += elig.eq(active & self.open)
+        # The next eligible QP after ``cur`` (``cur`` itself last).
+        nxt = first_from(m, elig, Mux(cur == Q - 1, 0, cur + 1), "nxt")
+        others = (elig & ~(Const(1, Q) << cur)[:Q]).any()
+
+        slot = s_rd.data
+        picking = Signal()
+        m.d.comb += [s_rd.addr.eq(Mux(picking, nxt, cur)),
+                     ctx.emit_addr.eq(Mux(picking, nxt, cur))]
+        c_remaining, c_offset = Array(remaining)[cur], Array(offset)[cur]
+        c_psn, c_first = Array(psn)[cur], first.bit_select(cur, 1)
+        mtu = Signal(13)
+        m.d.comb += mtu.eq(256 << ctx.emit_static.mtu)
+        last = Signal()
+        m.d.comb += last.eq(c_remaining <= mtu)
+        imm = slot.req.opcode == WrOpcode.WRITE_IMM
+        opcode = Signal(8)
+        with m.If(c_first & last):
+            m.d.comb += opcode.eq(Mux(imm, wire.Opcode.WRITE_ONLY_IMM, wire.Opcode.WRITE_ONLY))
+        with m.Elif(c_first):
+            m.d.comb += opcode.eq(wire.Opcode.WRITE_FIRST)
+        with m.Elif(last):
+            m.d.comb += opcode.eq(Mux(imm, wire.Opcode.WRITE_LAST_IMM, wire.Opcode.WRITE_LAST))
+        with m.Else():
+            m.d.comb += opcode.eq(wire.Opcode.WRITE_MIDDLE)
+        p = self.pkt.payload
+        m.d.comb += [
+            p.wr_id.eq(slot.req.wr_id), p.qp.eq(cur), p.opcode.eq(opcode), p.psn.eq(c_psn),
+            p.msn.eq(slot.msn), p.va.eq(slot.req.va + c_offset),
+            p.laddr.eq(slot.req.laddr + c_offset), p.length.eq(Mux(last, c_remaining, mtu)),
+            p.dma_length.eq(slot.req.length), p.rkey.eq(slot.req.rkey), p.imm.eq(slot.req.imm),
+            p.last.eq(last), self.pkt_static.eq(ctx.emit_static),
+        ]
+        with m.FSM(name="send"):
+            with m.State("PICK"):
+                # (the slot and the context of the QP picked are read for the next cycle)
+                m.d.comb += picking.eq(1)
+                with m.If(elig.any()):
+                    m.d.sync += cur.eq(nxt)
+                    m.next = "OFFER"
+            with m.State("OFFER"):
+                m.d.comb += self.pkt.valid.eq(self.open.bit_select(cur, 1))
+                with m.If(self.pkt.valid & self.pkt.ready):
+                    for q in range(Q):
+                        with m.If(cur == q):
+                            m.d.sync += [psn[q].eq(psn[q] + 1), remaining[q].eq(remaining[q] - mtu),
+                                         offset[q].eq(offset[q] + mtu), first[q].eq(0)]
+                            with m.If(last):
+                                m.d.sync += active[q].eq(0)
+                    with m.If(last):
+                        m.d.comb += [ctx.wb.valid.eq(1), ctx.wb.payload.qp.eq(cur),
+                                     ctx.wb.payload.seq.next_psn.eq(c_psn + 1),
+                                     ctx.wb.payload.seq.msn.eq(slot.msn + 1)]
+                    with m.If(last | others):
+                        m.next = "PICK"
+                with m.Elif(~self.open.bit_select(cur, 1) & others):
+                    m.next = "PICK"
         return m

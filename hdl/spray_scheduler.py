@@ -5,6 +5,8 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .bits import first_from
+
 __all__ = ["EvState", "LoadOp", "SprayScheduler"]
 
 
@@ -222,11 +224,7 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.Case(q):
                     m.d.comb += cur_turn.eq(turn[q])
-        plane = Signal(range(P))
-        for k in reversed(range(P)):          # lowest offset wins: assigned last
-            cand = (cur_turn + k)[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
-            with m.If(usable.bit_select(cand, 1)):
-                m.d.comb += plane.eq(cand)
+        plane = first_from(m, usable, cur_turn, "plane")
 
         # EV within the plane: the first eligible one from a pseudo-random start.
         bits = Signal(per_plane)
@@ -246,14 +244,7 @@ class SprayScheduler(wiring.Component):
         m.d.comb += slots.eq((cur_size + P - 1) >> (P - 1).bit_length())
         start = Signal(range(per_plane))
         m.d.comb += start.eq((lfsr[:kbits] * slots) >> kbits if per_plane > 1 else 0)
-        rotated = Signal(per_plane)
-        m.d.comb += rotated.eq(Cat(bits, bits).bit_select(start, per_plane))
-        first = Signal(range(per_plane))
-        for k in reversed(range(per_plane)):
-            with m.If(rotated[k]):
-                m.d.comb += first.eq(k)
-        slot = Signal(range(per_plane))
-        m.d.comb += slot.eq(first + start)     # wraps: per_plane is a power of two
+        slot = first_from(m, bits, start, "slot")
         index = Signal(range(E))
         m.d.comb += index.eq(slot * P + plane if P > 1 else slot)
 

@@ -69,7 +69,8 @@ class TxPipeline(wiring.Component):
     probed : Out(stream {qp, index, ev}), always ready: each probe (an ``ack`` of kind PROBE,
         which takes exactly its entry) as granted
     gate_qp, gate_psn, gate_length : Out, the next new packet's QP, PSN and payload length;
-        gate_open : In, it may go; gate_take : Out, it goes (its bytes are in flight from now)
+        gate_open : In, it may go; gate_take : Out, it goes (its bytes are in flight from now);
+        gate_ready : In(qps), the QPs whose window is open: the segmenter offers only these
     timestamp : Out(16), the counter TSETH carries
     rx_ctx_addr : In(range(qps));  rx_ctx : Out(static_layout()), the QP context's read port
         for the receive side (a cycle of latency)
@@ -120,7 +121,7 @@ class TxPipeline(wiring.Component):
                 "qp": range(qps), "index": range(evs), "ev": 32}), always_ready=True)),
             "bad_qp": In(range(qps)), "bad": Out(evs),
             "gate_qp": Out(range(qps)), "gate_psn": Out(24), "gate_length": Out(13),
-            "gate_open": In(1), "gate_take": Out(1),
+            "gate_open": In(1), "gate_take": Out(1), "gate_ready": In(qps),
             "timestamp": Out(16),
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
@@ -232,7 +233,7 @@ class TxPipeline(wiring.Component):
             rtx_asks.eq(Mux(offered, offered_rtx, ~ack_ready & (rtx_state == 2))),
             self.gate_qp.eq(seg.pkt.payload.qp), self.gate_psn.eq(seg.pkt.payload.psn),
             self.gate_length.eq(seg.pkt.payload.length),
-            self.gate_take.eq(seg.pkt.valid & seg.pkt.ready),
+            self.gate_take.eq(seg.pkt.valid & seg.pkt.ready), seg.open.eq(self.gate_ready),
         ]
         new_asks = ~ack_asks & ~rtx_asks
         room = asked.f.w_rdy & Mux(ack_asks, acks_waiting.f.w_rdy, waiting.f.w_rdy)

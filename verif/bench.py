@@ -47,30 +47,32 @@ INCAST_OPTIONS = {"sizes": [64 * 1024], "victim_size": 128 * 1024}
 INCAST_SEED = 22
 INCAST_HOW = ("eight NICs (verif/tb_system.py, scenario incast), NICs 1-7 each write 64 KiB to "
               f"NIC 0 at once and NIC 1 writes 128 KiB to NIC 2, seed {INCAST_SEED}; "
-              "incast_victim_share: the NIC 1 -> NIC 2 write's goodput (bytes over the time from "
-              "its post to its completion, while the incast runs) over its max-min fair share, "
-              "NIC 1's rate less its seventh of NIC 0's")
+              "(NIC 1 posts the victim after its incast write); incast_victim_share: the NIC 1 -> "
+              "NIC 2 write's goodput (the rate its data arrived at NIC 2, from its first data "
+              "frame to its last, while the incast runs) over its max-min fair share (NIC 1's "
+              "rate less its seventh of NIC 0's, in payload: times MTU / a full data frame's "
+              "bytes)")
 
 
 def _incast(b, results):
     run = harness.run(b, "mrcnic.verif.tb_system",
-                      {"width": 64, **builds.NIC_CONFIG, **builds.INCAST_CONFIG, "window": 256,
-                       "scenario": "incast", "seed": INCAST_SEED, "options": INCAST_OPTIONS,
-                       "pcaps": False}, tag="bench_incast")
+                      builds.system_params(64, "incast", INCAST_SEED, INCAST_OPTIONS,
+                                           pcaps=False), tag="bench_incast")
     r = json.loads((run / "results.json").read_text())
     v = r["victim"]
     results["incast_victim_share"] = round(v["share"], 4)
     print(f"{'incast_victim_share':<28} {v['share']:.4f}   (victim {v['gbps']:.2f} Gb/s / fair "
-          f"{v['fair_gbps']:.2f} Gb/s; it finished at {v['done_us']:.1f} us, the incast at "
-          f"{v['incast_done_us']:.1f} us; goal >= 0.90)")
+          f"{v['fair_gbps']:.2f} Gb/s; its data arrived {v['first_us']:.1f}-{v['last_us']:.1f} "
+          f"us, it completed at {v['done_us']:.1f} us ({v['fct_gbps']:.2f} Gb/s over its "
+          f"completion time), the incast at {v['incast_done_us']:.1f} us; goal >= 0.90)")
 
 
 def _system(b, results):
     runs = {}
     for scenario in ("clean", "linkdown"):
         run = harness.run(b, "mrcnic.verif.tb_system",
-                          {"width": 64, **builds.NIC_CONFIG, "window": 256, "scenario": scenario,
-                           "seed": SYSTEM_SEED, "options": SYSTEM_OPTIONS, "pcaps": False},
+                          builds.system_params(64, scenario, SYSTEM_SEED, SYSTEM_OPTIONS,
+                                               pcaps=False),
                           tag=f"bench_{scenario}")
         runs[scenario] = json.loads((run / "results.json").read_text())
     down, clean = runs["linkdown"], runs["clean"]

@@ -74,6 +74,19 @@ def incast_system(width):
     return nic_system(width, INCAST_NICS, **INCAST_CONFIG)
 
 
+#: The reorder window the NIC is built with by default, which the system testbench is told.
+SYSTEM_WINDOW = 256
+
+
+def system_params(width, scenario, seed, options=None, **extra):
+    """The system testbench's parameters (verif/tb_system.py) for ``scenario`` on the build
+    :func:`nic_system` (or :func:`incast_system`, for the incast) makes at ``width``;
+    ``extra`` adds to them or changes any (e.g. the demo's planes and spines)."""
+    config = INCAST_CONFIG if scenario == "incast" else {}
+    return {"width": width, **NIC_CONFIG, **config, "window": SYSTEM_WINDOW,
+            "scenario": scenario, "seed": seed, "options": options or {}, **extra}
+
+
 #: The RX front end's configuration, shared by its test and the bench: frames up to 4096 bytes of
 #: payload under SRv6 with an SRH.
 RX_FRONT_CONFIG = dict(planes=2, max_frame=4400, timeout=64, max_segments=4)

@@ -101,10 +101,8 @@ def main(argv=None) -> int:
     print(f"  two NICs, {a.planes} planes x {a.spines} spines, MTU {a.mtu}; writes of "
           + ", ".join(str(s) for s in sizes) + " bytes over both NICs' QPs, each way")
 
-    config = {**builds.NIC_CONFIG, "planes": a.planes, "spines": a.spines}
     _stage("building the two-NIC system under Verilator (cached after the first run)")
-    b = builds.nic_system(64, 2, **{k: v for k, v in config.items()
-                                     if v != builds.NIC_CONFIG.get(k)})
+    b = builds.nic_system(64, 2, planes=a.planes, spines=a.spines)
     _stage(f"running: about {sc.transfer_us():.0f} us of network time to simulate")
     progress = out / "progress.jsonl"
     if progress.exists():
@@ -114,10 +112,9 @@ def main(argv=None) -> int:
     follower.start()
     failed = None
     try:
-        harness.run(b, "mrcnic.verif.tb_system", {
-            "width": 64, **config, "window": 256, "scenario": a.scenario, "options": options,
-            "seed": seed,
-            "out": str(out)}, tag="demo")
+        harness.run(b, "mrcnic.verif.tb_system", builds.system_params(
+            64, a.scenario, seed, options, planes=a.planes, spines=a.spines, out=str(out)),
+            tag="demo")
     except harness.SimulationFailed as e:
         failed = str(e)
     finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mrcnic import wire
-from mrcnic.hdl.retransmit_tracker import RelMode
+from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RelMode
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 
@@ -47,8 +47,8 @@ class Congestion:
         return min(max(cwnd, self.cwnd_min), self.cwnd_max)
 
     def trimmed(self, cwnd: int) -> int:
-        """The window after a NACK for a trimmed packet: a full queue, so NSCC's decrease."""
-        return max(cwnd - (cwnd >> self.md_shift), self.cwnd_min)
+        """The window after a NACK for a trimmed packet: a full queue, so it halves."""
+        return max(cwnd - (cwnd >> 1), self.cwnd_min)
 
 
 @dataclass
@@ -71,6 +71,7 @@ class _Qp:
     flight: int = 0                               # payload bytes not cumulatively acknowledged
     srtt: int | None = None
     rttvar: int = 0
+    congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
 
 
 class Sender:
@@ -81,7 +82,8 @@ class Sender:
         self.cc = cc or Congestion()
         self.q = [_Qp(cwnd=self.cc.cwnd_init) for _ in range(qps)]
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
-        self.probes = {}          # qp -> (index, EV) of its latest probe
+        # qp -> its latest PROBES_KEPT probes, (index, EV) or None when answered, by slot
+        self.probes = {}
         self.peer = [(1 << planes) - 1] * qps     # planes each QP's peer can receive on
         self.suspect = [set() for _ in range(qps)]   # entries that lost a packet, none since
 
@@ -123,6 +125,8 @@ class Sender:
             s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
             s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
         s.cwnd = self.cc.next(s.cwnd, ecn, rtt)
+        if not ecn and rtt < self.cc.target_rtt:
+            s.congested = False
 
     def can_send(self, qp: int, psn: int) -> bool:
         """Whether QP ``qp``'s next new packet, PSN ``psn``, may leave now."""
@@ -166,7 +170,8 @@ class Sender:
                 # and nothing arrived on it since.
                 r = self._record(s, p)
                 if r is not None:
-                    bad = r.index in self.suspect[qp]
+                    # (not while the QP sees congestion: a full queue loses packets too)
+                    bad = r.index in self.suspect[qp] and not s.congested
                     (self.suspect[qp].discard if bad else self.suspect[qp].add)(r.index)
                     o.ev_updates.append((qp, r.index,
                                          EvState.ASSUMED_BAD if bad else EvState.SKIP))
@@ -181,7 +186,9 @@ class Sender:
 
     def probed(self, qp: int, index: int, ev: int):
         """A probe left on EV ``ev``, entry ``index`` of the QP's profile."""
-        self.probes[qp] = (index, ev)
+        slots, at = self.probes.setdefault(qp, ([None] * PROBES_KEPT, [0]))
+        slots[at[0]] = (index, ev)
+        at[0] = (at[0] + 1) % PROBES_KEPT
         self.counters["probes_sent"] += 1
 
     def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0) -> Outcome:
@@ -194,11 +201,12 @@ class Sender:
             self.counters["other"] += 1
             return o
         s = self.q[qp]
-        probe = self.probes.get(qp)
-        if pr and probe and probe[1] == entropy and m != wire.SackMark.ALWAYS_SKIP:
-            o.ev_updates.append((qp, probe[0], EvState.GOOD))
+        slots = self.probes.get(qp, ([],))[0]
+        hit = next((k for k, pb in enumerate(slots) if pb and pb[1] == entropy), None)
+        if pr and hit is not None and m != wire.SackMark.ALWAYS_SKIP:
+            o.ev_updates.append((qp, slots[hit][0], EvState.GOOD))
             self.counters["probes_answered"] += 1
-            del self.probes[qp]
+            slots[hit] = None
         inflight, dc = self._d(s.nxt, s.una), self._d(cack, s.una)
         if dc > inflight:
             self.counters["stale" if dc >= PSN_MOD // 2 else "invalid"] += 1
@@ -264,8 +272,15 @@ class Sender:
             self.counters["stale"] += 1
             return o
         s.cwnd = self.cc.trimmed(s.cwnd)
-        blame = reason == wire.NackReason.TRIMMED and self._record(s, psn).ev == entropy
-        self._lost(qp, s, psn, EvState.SKIP if blame else None, "trim", o)
+        s.congested = True
+        r = self._record(s, psn)
+        blame = reason == wire.NackReason.TRIMMED and r.ev == entropy
+        if self.mode is RelMode.GO_BACK_N or s.flight - r.length < s.cwnd:
+            self._lost(qp, s, psn, EvState.SKIP if blame else None, "trim", o)
+        elif blame:
+            # (no room in the window: it waits to be a SACK hole or a timeout)
+            o.ev_updates.append((qp, r.index, EvState.SKIP))
+            self.counters["ev_skip"] += 1
         return o
 
     def timeout(self, qp) -> Outcome:

@@ -209,8 +209,8 @@ class PlaneDown(LinkDown):
 @dataclass
 class Incast(Scenario):
     """Seven NICs write to NIC 0 at once, each on a QP of its own there; NIC 1 writes to NIC 2
-    too, on another QP: the victim, whose fair share is what NIC 1's port has left beside its
-    seventh of NIC 0's."""
+    too, on another QP, posted after its incast write: the victim, whose fair share is what NIC
+    1's port has left beside its seventh of NIC 0's."""
     name = "incast"
     about = "NICs 1-7 write to NIC 0 at once (7:1); NIC 1 also writes to NIC 2, the victim"
     hosts: int = 8
@@ -235,23 +235,35 @@ class Incast(Scenario):
         return out
 
     def writes(self):
-        v = [(self.victim[0], self.victim_qp, self.victim_size)]
-        return v + [(s, self.incast_qp(s), size) for size in self.sizes
-                    for s in range(1, self.hosts)]
+        # (the victim last: its sender's incast write is ahead of it)
+        return [(s, self.incast_qp(s), size) for size in self.sizes
+                for s in range(1, self.hosts)] + [(self.victim[0], self.victim_qp,
+                                                   self.victim_size)]
 
-    def fair_share_gbps(self) -> float:
+    def fair_share_gbps(self, efficiency: float = 1.0) -> float:
         """Max-min fair: the senders share NIC 0's port equally; the victim has the rest of
-        its sender's port."""
-        return self.nic_gbps() * (1 - 1 / (self.hosts - 1))
+        its sender's port. ``efficiency``: the payload's part of a full data frame."""
+        return self.nic_gbps() * efficiency * (1 - 1 / (self.hosts - 1))
 
     def check(self, results):
         src, dst = self.victim
         v = next(f for f in results["flows"] if f["src"] == src and f["dst"] == dst)
         incast_end = max(f["done_us"] for f in results["flows"] if f["dst"] == 0)
-        gbps = v["bytes"] * 8 / ((v["done_us"] - v["posted_us"]) * 1000)
-        results["victim"] = {"gbps": gbps, "fair_gbps": self.fair_share_gbps(),
-                             "share": gbps / self.fair_share_gbps(),
-                             "done_us": v["done_us"], "incast_done_us": incast_end}
+        # The victim's goodput is the rate its data arrived at: from its first data frame at
+        # the receiver to its last, the bytes that came after the first. (Its completion time
+        # adds a base RTT, which is latency, not a share of the port.)
+        frames = [(t, n) for t, dqp, _, n in results["arrived"][str(dst)]
+                  if dqp == self.victim_qp]
+        assert frames, "no data of the victim arrived"
+        span_us = frames[-1][0] - frames[0][0]
+        full = max(n for _, n in frames)
+        gbps = (v["bytes"] - min(self.mtu, v["bytes"])) * 8 / (span_us * 1000)
+        fair = self.fair_share_gbps(self.mtu / full)
+        results["victim"] = {
+            "gbps": gbps, "fair_gbps": fair, "share": gbps / fair,
+            "first_us": frames[0][0], "last_us": frames[-1][0], "frame_bytes": full,
+            "fct_gbps": v["bytes"] * 8 / ((v["done_us"] - v["posted_us"]) * 1000),
+            "done_us": v["done_us"], "incast_done_us": incast_end}
         # (the figure means something only while the incast runs)
         assert v["done_us"] < incast_end, (
             f"the victim finished at {v['done_us']:.1f} us, after the incast "

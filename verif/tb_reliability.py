@@ -181,6 +181,15 @@ class Rig:
         return self.model.sack(q if qp_field is None else qp_field, cack & 0xFFFFFF, offset,
                                bitmap, trig & 0xFFFFFF, entropy, m, rtt, pr)
 
+    async def next_probe(self, interval):
+        """The next probe frame (plane, frame), waiting up to three probe intervals."""
+        for _ in range(3 * interval // 10):
+            if self.probes:
+                break
+            await ClockCycles(self.dut.clk, 10)
+        assert self.probes, f"no probe within {3 * interval} cycles"
+        return self.probes.pop(0)
+
     async def nack(self, q, psn, reason, entropy=None):
         psn %= PSN_MOD
         ev, ts, _ = self.ev_of.get((q, psn), (0, 0, 0))
@@ -458,10 +467,12 @@ async def the_window_follows_nscc(dut):
         out = await step(ecn, rtt)
         assert not out.retransmits and not out.completions
         await release()      # exactly what the new window lets out, and nothing sent again
-    # A trim: a queue was full, and at the last hop nothing else says so: NSCC's decrease.
+    # A trim: a queue was full, and at the last hop nothing else says so: the window halves.
+    # It was full, so the trimmed packet does not go again at once (a SACK hole resends it).
     before = rig.model.q[q].cwnd
     out = await rig.nack(q, psns[sent - 1], wire.NackReason.TRIMMED_LASTHOP)
-    await rig.expect(out, "the trimmed packet sent again")
+    assert out.retransmits == [], f"a trim with the window full went again: {out.retransmits}"
+    await rig.expect(out, "a trim with the window full")
     got = await rig.cfg.regs.run(driver.congestion(q))
     assert got["cwnd"] == rig.model.q[q].cwnd < before, \
         f"a trim: window {before} -> {got['cwnd']}, NSCC says {rig.model.q[q].cwnd}"
@@ -527,12 +538,7 @@ async def probes_bring_a_bad_ev_back(dut):
     await rig.expect(out, "ALWAYS_SKIP")
 
     async def next_probe():
-        for _ in range(3 * interval // 10):
-            if rig.probes:
-                break
-            await ClockCycles(dut.clk, 10)
-        assert rig.probes, f"no probe within {3 * interval} cycles of an EV going bad"
-        pl, frame = rig.probes.pop(0)
+        pl, frame = await rig.next_probe(interval)
         pkt = Ether(frame)
         peer = rig.cfg.qps[q]
         assert pkt[L.BTH].dqp == wire.PROBE_DQP and pkt[L.PETH].spdcid == q
@@ -588,6 +594,43 @@ async def probes_bring_a_bad_ev_back(dut):
     assert len(rig.probes) == start == 0, "probes went on with no EV bad"
     await rig.counters()
     assert rig.model.counters["probes_sent"] >= 3 and rig.model.counters["probes_answered"] == 1
+
+
+@cocotb.test()
+async def a_late_probe_answer_still_counts(dut):
+    """With two EVs retired their probes take turns; the answer to the first, arriving after
+    the second probe left, still brings its EV back: a QP keeps its last PROBES_KEPT probes."""
+    interval = 2000
+    rig = await Rig.start(dut, probe_interval=interval)
+    q = 2
+    psns = await rig.post(q, 8)
+    await rig.send_new(8)
+    ix = _uses(rig, q, psns)
+    i = 1
+    j = next(k for k in range(2, 8) if ix[k] != ix[i])
+    for k in (i, j):
+        out = await rig.sack(q, psns[k] + 1, trig=psns[k], m=wire.SackMark.ALWAYS_SKIP)
+        assert (q, ix[k], EvState.ASSUMED_BAD) in out.ev_updates, out.ev_updates
+        await rig.expect(out, "ALWAYS_SKIP")
+    out = await rig.sack(q, psns[-1] + 1)
+    await rig.expect(out, "all acknowledged")
+
+    async def take_probe():
+        _, frame = await rig.next_probe(interval)
+        index, ev = Ether(frame)[L.PETH].probe_id, sent_ev(frame)
+        assert rig.cfg.profiles[q][index] == ev and index in (ix[i], ix[j]), (index, ev)
+        rig.model.probed(q, index, ev)
+        return index, ev
+
+    first = await take_probe()
+    second = await take_probe()
+    assert first[0] != second[0], f"the probes did not take turns: {first}, {second}"
+    out = await rig.sack(q, psns[-1] + 1, pr=1, entropy=first[1])
+    assert out.ev_updates == [(q, first[0], EvState.GOOD)], out.ev_updates
+    await rig.expect(out, "the first probe answered after the second left")
+    states = await rig.cfg.regs.run(driver.ev_states(q))
+    assert states[first[0]] is EvState.GOOD and states[second[0]] is EvState.ASSUMED_BAD, states
+    await rig.counters()
 
 
 def control_frame(rig, q, ev, ext, opcode, dqp):
@@ -738,26 +781,20 @@ async def a_path_that_keeps_losing_is_retired(dut):
     N, E = 64, rig.p["evs"]
 
     def uses(q, psns):
-        """Each relative PSN's profile entry."""
-        return [rig.cfg.profiles[q].index(rig.ev_of[(q, p)][0]) for p in psns]
+        return _uses(rig, q, psns)
 
     def next_use(ix, i):
-        return next(j for j in range(i + 1, N) if ix[j] == ix[i])
+        return _next_use(ix, i, N)
 
     def hole_at(q, psns, ix, i, what):
-        """A SACK: everything before i arrived, i did not, i+1 .. i+5 did."""
-        assert ix[i] not in ix[i + 1:i + 6], f"{what}: the arrivals share the lost entry"
-        return rig.sack(q, psns[i], bitmap=0b11111, offset=1, trig=psns[i + 5])
+        return _hole_at(rig, q, psns, ix, i, what)
 
     # QP 0: two holes on one entry -> SKIP, then ASSUMED_BAD.
     q = 0
     psns = await rig.post(q, N)
     await rig.send_new(N)
     ix = uses(q, psns)
-    a = next(i for i in range(1, N - 20) if ix[i] not in ix[i + 1:i + 6]
-             and ix[next_use(ix, i)] not in ix[next_use(ix, i) + 1:next_use(ix, i) + 6]
-             and next_use(ix, i) > i + 6 and next_use(ix, i) + 6 < N)
-    b = next_use(ix, a)
+    a, b = _two_holes(ix, N)
     out = await hole_at(q, psns, ix, a, "first hole")
     assert (q, ix[a], EvState.SKIP) in out.ev_updates, out.ev_updates
     await rig.expect(out, "the first hole")
@@ -796,5 +833,55 @@ async def a_path_that_keeps_losing_is_retired(dut):
     await rig.expect(out, "a hole after an arrival on the entry")
     states = await rig.cfg.regs.run(driver.ev_states(q))
     assert states[ix[c]] is EvState.SKIP and EvState.ASSUMED_BAD not in states, states
+    await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
+    await rig.counters()
+
+
+def _uses(rig, q, psns):
+    """Each PSN's profile entry."""
+    return [rig.cfg.profiles[q].index(rig.ev_of[(q, p)][0]) for p in psns]
+
+
+def _next_use(ix, i, n):
+    return next(j for j in range(i + 1, n) if ix[j] == ix[i])
+
+
+def _hole_at(rig, q, psns, ix, i, what):
+    """A SACK: everything before i arrived, i did not, i+1 .. i+5 did."""
+    assert ix[i] not in ix[i + 1:i + 6], f"{what}: the arrivals share the lost entry"
+    return rig.sack(q, psns[i], bitmap=0b11111, offset=1, trig=psns[i + 5])
+
+
+def _two_holes(ix, n):
+    """Two relative PSNs a < b on one entry, each with five arrivals after it on others."""
+    def alone(i):
+        return ix[i] not in ix[i + 1:i + 6]
+    a = next(i for i in range(1, n - 20) if alone(i) and _next_use(ix, i, n) > i + 6
+             and alone(_next_use(ix, i, n)) and _next_use(ix, i, n) + 6 < n)
+    return a, _next_use(ix, a, n)
+
+
+@cocotb.test()
+async def congestion_keeps_a_hole_from_retiring_its_path(dut):
+    """Once a QP has seen a trim, a SACK hole may be a full queue's loss as well as a dead
+    path's: two holes on one entry set it SKIP twice, never ASSUMED_BAD. (A SACK with neither
+    ECN nor an RTT above the target ends it; this target is never met.)"""
+    cc = Congestion(target_rtt=1, cwnd_init=1 << 20, cwnd_min=4096, cwnd_max=1 << 20)
+    rig = await Rig.start(dut, cc=cc)
+    N, q = 64, 0
+    psns = await rig.post(q, N)
+    await rig.send_new(N)
+    ix = _uses(rig, q, psns)
+    a, b = _two_holes(ix, N)
+    out = await rig.nack(q, psns[0], wire.NackReason.TRIMMED_LASTHOP)
+    await rig.expect(out, "a last-hop trim")
+    out = await _hole_at(rig, q, psns, ix, a, "first hole")
+    assert (q, ix[a], EvState.SKIP) in out.ev_updates, out.ev_updates
+    await rig.expect(out, "the first hole")
+    out = await _hole_at(rig, q, psns, ix, b, "second hole")
+    assert (q, ix[b], EvState.SKIP) in out.ev_updates, out.ev_updates
+    await rig.expect(out, "the second hole on the same entry, under congestion")
+    states = await rig.cfg.regs.run(driver.ev_states(q))
+    assert EvState.ASSUMED_BAD not in states, states
     await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
     await rig.counters()

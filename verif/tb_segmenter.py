@@ -1,10 +1,11 @@
 """cocotb test of the segmenter: each work request's packet descriptors equal, field by field,
-the packets the reference sender builds with scapy; bad requests get error completions."""
+the packets the reference sender builds with scapy, in order within each QP; bad requests get
+error completions; a QP whose window is shut holds up no other, and open QPs take turns."""
 
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.axi import AxiStreamFrame
 
 from mrcnic import layers as L
@@ -51,6 +52,8 @@ async def descriptors_match_the_reference_sender(dut):
         q = rng.randrange(qps + 1)            # qps itself is no QP
         kind = rng.random()
         length = rng.choice([1, 255, 256, 257, 4096, rng.randint(1, 64 * 1024)])
+        if n == 0:
+            q, kind, length = 0, 1.0, 16 * 1024    # held by a shut window at first (below)
         if kind < 0.05:
             length = 0
         elif kind < 0.08:
@@ -74,13 +77,43 @@ async def descriptors_match_the_reference_sender(dut):
                                   lambda: 0):
                 expected_pkts.append((n, q, wr["laddr"], pkt))
 
+    # The window: QP 0's shut for the first stretch, then each QP's open or shut at random.
+    lay = packet_descriptor_layout(qps)
+    qp_field = lay["qp"]
+    opened = {"mask": (1 << qps) - 2, "shut_seen": 0}
+    dut.open.value = opened["mask"]
+
+    async def windows():
+        await ClockCycles(dut.clk, 3000)
+        while True:
+            opened["mask"] = rng.getrandbits(qps) | (1 << rng.randrange(qps))
+            dut.open.value = opened["mask"]
+            await ClockCycles(dut.clk, rng.randint(1, 80))
+
+    async def watch():
+        # A descriptor is offered only while its QP's window is open.
+        while True:
+            await FallingEdge(dut.clk)
+            if dut.pkt_tvalid.value:
+                q = int(dut.pkt_tdata.value) >> qp_field.offset & ((1 << qp_field.width) - 1)
+                assert opened["mask"] >> q & 1, f"QP {q} offered a packet with its window shut"
+
+    cocotb.start_soon(windows())
+    cocotb.start_soon(watch())
     for wr in wrs:
         await wr_src.send(AxiStreamFrame(encode(work_request_layout(), wr)))
 
     assert any(pkt[L.BTH].psn == 0 for *_, pkt in expected_pkts), "no PSN wrapped"
-    lay = packet_descriptor_layout(qps)
+    want_by_qp = {}
     for k, (n, q, laddr, pkt) in enumerate(expected_pkts):
+        want_by_qp.setdefault(q, []).append((k, n, laddr, pkt))
+    got_qps = []
+    for _ in expected_pkts:
         got = decode(lay, (await pkts.recv()).tdata)
+        q = got["qp"]
+        assert want_by_qp.get(q), f"descriptor {len(got_qps)}: QP {q} had nothing more to send"
+        k, n, laddr, pkt = want_by_qp[q].pop(0)
+        got_qps.append((q, got["last"]))
         bth, reth = pkt[L.BTH], pkt[L.RETH]
         payload = len(bytes(reth.payload)) - (4 if pkt.haslayer(L.ImmDt) else 0)
         want = {"wr_id": n, "qp": q, "opcode": bth.opcode, "psn": bth.psn,
@@ -89,7 +122,14 @@ async def descriptors_match_the_reference_sender(dut):
                 "imm": pkt[L.ImmDt].imm if pkt.haslayer(L.ImmDt) else wrs[n]["imm"],
                 "last": int(bth.opcode in (0xC8, 0xC9, 0xCA, 0xCB))}
         diff = [f"  {f}: expected {v:#x}, got {got[f]:#x}" for f, v in want.items() if got[f] != v]
-        assert not diff, f"descriptor {k} (work request {n}):\n" + "\n".join(diff)
+        assert not diff, (f"QP {q}'s descriptor {k} (work request {n}), arriving "
+                          f"{len(got_qps) - 1}th:\n" + "\n".join(diff))
+    # QP 0's write came first but its window was shut: the others went ahead of it.
+    assert got_qps[0][0] != 0, "the first descriptor was QP 0's, whose window was shut"
+    # While several QPs have messages their packets take turns: count a change of QP in the
+    # middle of a message.
+    turns = sum(a[0] != b[0] and not a[1] for a, b in zip(got_qps, got_qps[1:], strict=False))
+    assert turns >= len(wrs) // 4, f"only {turns} turns mid-message in {len(got_qps)} descriptors"
     clay = completion_layout(qps)
     for n, status in expected_cpls:
         got = decode(clay, (await cpls.recv()).tdata)

@@ -27,7 +27,7 @@ from mrcnic.regclient import AsyncRegisterClient
 from mrcnic.verif.fabric import ip_offsets, template
 from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.layouts import decode, encode
-from mrcnic.verif.network import Network
+from mrcnic.verif.network import Network, tc_of
 from mrcnic.verif.scenarios import SCENARIOS, Scenario
 from mrcnic.verif.tbkit import CLOCK_NS, CsrBus, params, run_dir, setup, sink, source
 
@@ -41,6 +41,9 @@ def frame_ev(frame: bytes) -> int:
     _, inner = ip_offsets(frame)
     return (int.from_bytes(frame[inner + 40:inner + 42], "big") << 16
             | int.from_bytes(frame[inner + 2:inner + 4], "big"))
+
+
+DATA_OPCODES = {int(op) for op in wire.DATA_OPCODES}
 
 
 def frame_bth(frame: bytes) -> tuple[int, int, int]:
@@ -75,6 +78,7 @@ class Host:
     completions: list = field(default_factory=list)       # (wr_id, status, time)
     received: list = field(default_factory=list)          # (qp, msn)
     sent: list = field(default_factory=list)     # (time ns, plane, EV, opcode, dqp, rtx)
+    arrived: list = field(default_factory=list)  # whole data frames in: (ns, dqp, rtx, bytes)
 
 
 def host_mac(h):
@@ -131,7 +135,7 @@ class System:
             self.hosts.append(host)
             for pl in range(P):
                 rx = source(dut, f"{pre}rx_plane{pl}")
-                self.net.attach(h, pl, lambda f, rx=rx: rx.send_nowait(AxiStreamFrame(f)))
+                self.net.attach(h, pl, lambda f, rx=rx, host=host: self._arrive(host, rx, f))
                 cocotb.start_soon(self._transmit(host, pl, sink(dut, f"{pre}plane{pl}")))
             cocotb.start_soon(self._completions(host))
             cocotb.start_soon(self._receptions(host))
@@ -139,6 +143,13 @@ class System:
             await self._configure(host)
         for host in self.hosts:
             await host.regs.run(driver.set_enabled(True))
+
+    @staticmethod
+    def _arrive(host, rx, frame):
+        op, dqp, rtx = frame_bth(frame)
+        if op in DATA_OPCODES and tc_of(frame) >> 2 != wire.DscpClass.TRIMMED:
+            host.arrived.append((get_sim_time("ns"), dqp, rtx, len(frame)))
+        rx.send_nowait(AxiStreamFrame(frame))
 
     async def _transmit(self, host, pl, snk):
         while True:
@@ -334,6 +345,8 @@ async def scenario(dut):
         "flows": [{"src": m.src, "qp": m.qp, "dst": m.dst, "bytes": len(m.data),
                    "posted_us": (m.posted_ns - t0) / 1000, "done_us": (m.done_ns - t0) / 1000}
                   for m in sysm.messages.values()],
+        "arrived": {str(h.index): [(round((t - t0) / 1000, 4), dqp, rtx, n)
+                              for t, dqp, rtx, n in h.arrived if t >= t0] for h in sysm.hosts},
         "sent": {str(h.index): [(round((t - t0) / 1000, 4), pl, ev, op, dqp, rtx)
                            for t, pl, ev, op, dqp, rtx in h.sent if t >= t0]
                  for h in sysm.hosts},
@@ -393,12 +406,11 @@ def _failover(sysm, failures, t0):
     """For each failure: the last data packet (new or retransmitted) any NIC sprayed onto a
     path it killed, after it died, in simulated microseconds."""
     out = []
-    data_ops = {int(op) for op in wire.DATA_OPCODES}
     for f in failures:
         last = None
         for h in sysm.hosts:
             for t, _, ev, op, *_ in h.sent:
-                if op not in data_ops or t < f.at_ns or (f.until_ns is not None
+                if op not in DATA_OPCODES or t < f.at_ns or (f.until_ns is not None
                                                          and t >= f.until_ns):
                     continue
                 path = (sysm.layout.plane(ev), sysm.layout.spine(ev))

@@ -22,8 +22,8 @@ KIB = 1024
 def test_scenario(scenario, seed, options, tmp_path):
     b = builds.nic_system(64, 2)
     harness.run(b, "mrcnic.verif.tb_system",
-                {"width": 64, **builds.NIC_CONFIG, "window": 256, "scenario": scenario,
-                 "seed": seed, "options": options, "out": str(tmp_path)}, tag=f"system_{scenario}")
+                builds.system_params(64, scenario, seed, options, out=str(tmp_path)),
+                tag=f"system_{scenario}")
     results = json.loads((tmp_path / "results.json").read_text())
     if scenario == "linkdown":
         # The transfer reached the dead link: entries there were checked ASSUMED_BAD.
@@ -37,8 +37,6 @@ def test_incast(tmp_path):
     byte lands, every message completes once, and the victim finishes while the incast runs
     (its share of the bandwidth is a bench figure: make bench, incast_victim_share)."""
     harness.run(builds.incast_system(64), "mrcnic.verif.tb_system",
-                {"width": 64, **builds.NIC_CONFIG, **builds.INCAST_CONFIG, "window": 256,
-                 "scenario": "incast", "seed": 15, "options": {}, "out": str(tmp_path)},
-                tag="system_incast")
+                builds.system_params(64, "incast", 15, out=str(tmp_path)), tag="system_incast")
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["victim"]["done_us"] < results["victim"]["incast_done_us"]
