@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic import wire
 from mrcnic.regmap import REL_COUNTERS
 
+from .bits import first_from
 from .headers import header_view
 from .reorder_tracker import PSN_BITS, SACK_BITS
 from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor_layout
@@ -75,8 +76,9 @@ class RetransmitTracker(wiring.Component):
       while the retransmissions keep the QP moving and no timeout fires.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
       that packet is retransmitted at once if the QP's bytes in flight less its own are below
-      the new window (in GO_BACK_N, always); otherwise it is left to be a SACK hole or a
-      timeout. For TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
+      the new window (in GO_BACK_N, always), or if no more than ``reorder`` packets were sent
+      after it (too few for a SACK hole to show it); otherwise it is left to be a SACK hole.
+      For TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
       Other NACK reasons, ACKs and endpoint packets other than a port status are counted
       under ``other``.
     * Port status (ERTH, op PORT_STATUS, BTH dqp naming the QP): the planes its peer says it
@@ -423,13 +425,10 @@ class RetransmitTracker(wiring.Component):
             with m.State("PROBE_ANSWER"):
                 # The first of the QP's kept probes on the answer's EV.
                 hits = Signal(K)
-                hit = Signal(range(K))
                 m.d.comb += hits.eq(Cat(
                     Array(probe_live)[cq][k] & (Array(p_ev[k] for p_ev in probe_ev)[cq] == f_ent)
                     for k in range(K)))
-                for k in reversed(range(K)):
-                    with m.If(hits[k]):
-                        m.d.comb += hit.eq(k)
+                hit = first_from(m, hits, 0, "probe_hit")
                 with m.If(hits.any() & (f_m != wire.SackMark.ALWAYS_SKIP)):
                     m.d.comb += [self.ev_update.valid.eq(1),
                                  self.ev_update.payload.index.eq(
@@ -642,10 +641,12 @@ class RetransmitTracker(wiring.Component):
             with m.State("NACK_EV"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 # It goes again at once if the window, just shrunk, would let it out as a new
-                # packet (its own bytes left the network); else it waits to be a SACK hole, or
-                # a timeout: resending every trim at once into the queue that trimmed it
-                # keeps that queue full.
-                room = (Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq]
+                # packet (its own bytes left the network), or if too few packets follow it for
+                # a SACK hole to show it (it would wait for a timeout); else it waits to be a
+                # SACK hole: resending every trim at once into the queue that trimmed it keeps
+                # that queue full.
+                room = (((Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq])
+                        | ((c_nxt - p)[:PSN_BITS] <= self.reorder))
                 with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
                           & (rec.pkt.psn == p)):
                     m.d.comb += [self.ev_update.valid.eq(1),

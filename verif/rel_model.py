@@ -74,6 +74,14 @@ class _Qp:
     congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
 
 
+@dataclass
+class _Probes:
+    """A QP's latest PROBES_KEPT probes, each (index, EV) or None once answered, and the slot
+    the next one takes."""
+    slots: list = field(default_factory=lambda: [None] * PROBES_KEPT)
+    at: int = 0
+
+
 class Sender:
     def __init__(self, qps: int, window: int, reorder: int = 8,
                  mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None, planes: int = 2):
@@ -82,8 +90,7 @@ class Sender:
         self.cc = cc or Congestion()
         self.q = [_Qp(cwnd=self.cc.cwnd_init) for _ in range(qps)]
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
-        # qp -> its latest PROBES_KEPT probes, (index, EV) or None when answered, by slot
-        self.probes = {}
+        self.probes = {}                          # qp -> _Probes
         self.peer = [(1 << planes) - 1] * qps     # planes each QP's peer can receive on
         self.suspect = [set() for _ in range(qps)]   # entries that lost a packet, none since
 
@@ -186,9 +193,9 @@ class Sender:
 
     def probed(self, qp: int, index: int, ev: int):
         """A probe left on EV ``ev``, entry ``index`` of the QP's profile."""
-        slots, at = self.probes.setdefault(qp, ([None] * PROBES_KEPT, [0]))
-        slots[at[0]] = (index, ev)
-        at[0] = (at[0] + 1) % PROBES_KEPT
+        kept = self.probes.setdefault(qp, _Probes())
+        kept.slots[kept.at] = (index, ev)
+        kept.at = (kept.at + 1) % PROBES_KEPT
         self.counters["probes_sent"] += 1
 
     def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0) -> Outcome:
@@ -201,7 +208,7 @@ class Sender:
             self.counters["other"] += 1
             return o
         s = self.q[qp]
-        slots = self.probes.get(qp, ([],))[0]
+        slots = self.probes[qp].slots if qp in self.probes else []
         hit = next((k for k, pb in enumerate(slots) if pb and pb[1] == entropy), None)
         if pr and hit is not None and m != wire.SackMark.ALWAYS_SKIP:
             o.ev_updates.append((qp, slots[hit][0], EvState.GOOD))
@@ -275,10 +282,12 @@ class Sender:
         s.congested = True
         r = self._record(s, psn)
         blame = reason == wire.NackReason.TRIMMED and r.ev == entropy
-        if self.mode is RelMode.GO_BACK_N or s.flight - r.length < s.cwnd:
+        # (too few packets after it for a SACK hole to show it: it would wait for a timeout)
+        revealed = self._d(s.nxt, psn) > self.reorder
+        if self.mode is RelMode.GO_BACK_N or s.flight - r.length < s.cwnd or not revealed:
             self._lost(qp, s, psn, EvState.SKIP if blame else None, "trim", o)
         elif blame:
-            # (no room in the window: it waits to be a SACK hole or a timeout)
+            # (no room in the window: it waits to be a SACK hole)
             o.ev_updates.append((qp, r.index, EvState.SKIP))
             self.counters["ev_skip"] += 1
         return o

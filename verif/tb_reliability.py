@@ -410,8 +410,8 @@ async def the_window_holds_new_packets(dut):
 
 @cocotb.test()
 async def the_window_follows_nscc(dut):
-    """A scripted run of SACKs, ECN-marked or not, with RTTs below and above the target, and a
-    trim: after each, the window equals the model's NSCC window, and the QP has exactly as many
+    """A scripted run of SACKs, ECN-marked or not, with RTTs below and above the target, and
+    trims: after each, the window equals the model's NSCC window, and the QP has exactly as many
     new packets out as that window allows."""
     cc = Congestion(target_rtt=3000, cwnd_init=4096, cwnd_min=2048, cwnd_max=12000, fair=700,
                     gain=16, md_shift=2)
@@ -468,14 +468,24 @@ async def the_window_follows_nscc(dut):
         assert not out.retransmits and not out.completions
         await release()      # exactly what the new window lets out, and nothing sent again
     # A trim: a queue was full, and at the last hop nothing else says so: the window halves.
-    # It was full, so the trimmed packet does not go again at once (a SACK hole resends it).
+    # It was full, and more than `reorder` packets follow the trimmed one, so it does not go
+    # again at once: a SACK hole will resend it.
+    reorder = rig.model.reorder
+    early = sent - 1 - reorder
+    assert early >= acked, f"the script should end with more than {reorder} packets out"
     before = rig.model.q[q].cwnd
-    out = await rig.nack(q, psns[sent - 1], wire.NackReason.TRIMMED_LASTHOP)
+    out = await rig.nack(q, psns[early], wire.NackReason.TRIMMED_LASTHOP)
     assert out.retransmits == [], f"a trim with the window full went again: {out.retransmits}"
     await rig.expect(out, "a trim with the window full")
     got = await rig.cfg.regs.run(driver.congestion(q))
     assert got["cwnd"] == rig.model.q[q].cwnd < before, \
         f"a trim: window {before} -> {got['cwnd']}, NSCC says {rig.model.q[q].cwnd}"
+    # The last packet out has too few after it for a hole to show it: trimmed, it goes again
+    # at once, window full or not, rather than wait for a timeout.
+    out = await rig.nack(q, psns[sent - 1], wire.NackReason.TRIMMED_LASTHOP)
+    assert [psn for _, psn, _ in out.retransmits] == [psns[sent - 1]], \
+        f"a trimmed last packet did not go again at once: {out.retransmits}"
+    await rig.expect(out, "a trim of the last packet out")
     await release()
     while True:
         out = await step(False)
