@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) verif
+	$(PY) -m pytest -n $(JOBS) --durations=25 verif
 
 demo: $(STAMP)
 	$(PY) -m mrcnic.verif.demo $(ARGS)
