@@ -76,7 +76,7 @@ class RetransmitTracker(wiring.Component):
       while the retransmissions keep the QP moving and no timeout fires.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
       that packet is retransmitted at once if the QP's bytes in flight less its own are below
-      the new window (in GO_BACK_N, always), or if no more than ``reorder`` packets were sent
+      the new window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
       after it (too few for a SACK hole to show it); otherwise it is left to be a SACK hole.
       For TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
       Other NACK reasons, ACKs and endpoint packets other than a port status are counted
