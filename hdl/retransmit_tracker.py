@@ -645,7 +645,7 @@ class RetransmitTracker(wiring.Component):
                 # a SACK hole to show it (it would wait for a timeout); else it waits to be a
                 # SACK hole: resending every trim at once into the queue that trimmed it keeps
                 # that queue full.
-                room = (((Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq])
+                at_once = (((Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq])
                         | ((c_nxt - p)[:PSN_BITS] <= self.reorder))
                 with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
                           & (rec.pkt.psn == p)):
@@ -653,11 +653,11 @@ class RetransmitTracker(wiring.Component):
                                  self.ev_update.payload.state.eq(EvState.SKIP)]
                     with m.If(self.ev_update.ready):
                         count("ev_skip")
-                        with m.If(room | gbn):
+                        with m.If(at_once | gbn):
                             m.next = "NACK_RTX"
                         with m.Else():
                             m.next = "IDLE"
-                with m.Elif(room | gbn):
+                with m.Elif(at_once | gbn):
                     m.next = "NACK_RTX"
                 with m.Else():
                     m.next = "IDLE"

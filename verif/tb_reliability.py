@@ -468,8 +468,8 @@ async def the_window_follows_nscc(dut):
         assert not out.retransmits and not out.completions
         await release()      # exactly what the new window lets out, and nothing sent again
     # A trim: a queue was full, and at the last hop nothing else says so: the window halves.
-    # It was full, and more than `reorder` packets follow the trimmed one, so it does not go
-    # again at once: a SACK hole will resend it.
+    # It was full, and `reorder` packets follow the trimmed one (enough for a SACK hole to
+    # show it), so it does not go again at once: the hole will resend it.
     reorder = rig.model.reorder
     early = sent - 1 - reorder
     assert early >= acked, f"the script should end with more than {reorder} packets out"
