@@ -201,7 +201,7 @@ class Nic(wiring.Component):
         for name in ("qp", "psn", "length", "take"):
             m.d.comb += getattr(rel, f"gate_{name}").eq(getattr(tx, f"gate_{name}"))
         for name in ("reorder", "rto_min", "rto_max", "target_rtt", "cwnd_init", "cwnd_min",
-                     "cwnd_max", "cc_fair", "cc_gain", "cc_md", "qa_rtt", "view_qp"):
+                     "cwnd_max", "cc_fair", "cc_gain", "cc_md", "view_qp"):
             m.d.comb += getattr(rel, name).eq(getattr(bank, f"rel_{name}"))
         for name in ("cwnd", "inflight", "rtt", "srtt"):
             m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, f"view_{name}"))

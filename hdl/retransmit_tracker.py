@@ -98,15 +98,6 @@ class RetransmitTracker(wiring.Component):
     is the only word of congestion there, and the queue must drain. It stays within
     ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``.
 
-    Quick adapt (NSCC's, for an incast at the last hop, where no ECN is marked and the RTT
-    rises for every sender alike): each QP's epochs are ``target_rtt`` long, and in each it
-    counts what its peer received (the SACKs' ``rcvd_bytes``). At the first accepted SACK after
-    an epoch in which an RTT sample reached ``qa_rtt`` or a packet was trimmed, the window
-    becomes what was received in that epoch (at least ``cwnd_min``; never more than it was):
-    the QP's share of the congested port, found in one epoch. Until ``cack`` reaches the PSN
-    sent next by then, SACKs and trims of the packets already out move the window no more.
-    ``qa_rtt`` 0 turns it off.
-
     After a trim, until a SACK with neither ECN nor an RTT at or above the target, a SACK hole
     sets its entry SKIP but never ASSUMED_BAD: a full queue loses packets as a dead path does,
     and retiring the paths of a congested QP only crowds its traffic onto fewer of them.
@@ -147,8 +138,7 @@ class RetransmitTracker(wiring.Component):
         offers only these, so a QP whose window is shut holds up no other.
     now : In(16), the TX timestamp counter.
     mode : In(RelMode); reorder, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
-        cwnd_min, cwnd_max : In(24); cc_gain : In(8); cc_md : In(4); qa_rtt : In(16): the
-        ``rel.*`` registers.
+        cwnd_min, cwnd_max : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
     <counter> : Out(32) for each name in the register map's ``REL_COUNTERS`` but
@@ -179,7 +169,6 @@ class RetransmitTracker(wiring.Component):
             "now": In(TIME_BITS),
             "mode": In(RelMode), "reorder": In(16), "rto_min": In(16), "rto_max": In(16),
             "target_rtt": In(16), "cc_fair": In(16), "cc_gain": In(8), "cc_md": In(4),
-            "qa_rtt": In(16),
             "cwnd_init": In(CWND_BITS), "cwnd_min": In(CWND_BITS), "cwnd_max": In(CWND_BITS),
             "view_qp": In(range(qps)), "view_cwnd": Out(CWND_BITS), "view_inflight": Out(32),
             "view_rtt": Out(TIME_BITS), "view_srtt": Out(TIME_BITS),
@@ -254,12 +243,6 @@ class RetransmitTracker(wiring.Component):
         cwnd = [Signal(CWND_BITS, name=f"cwnd_q{q}") for q in range(Q)]
         flight = [Signal(32, name=f"flight_q{q}") for q in range(Q)]     # payload bytes
         last_rtt = [Signal(TIME_BITS, name=f"rtt_q{q}") for q in range(Q)]
-        # Quick adapt: each QP's epoch (its start, and the peer's rcvd_bytes then), whether it
-        # saw a trigger, and the hold after a quick adapt until cack reaches qa_psn.
-        qa_start = [Signal(TIME_BITS, name=f"qa_start_q{q}") for q in range(Q)]
-        qa_rcvd = [Signal(24, name=f"qa_rcvd_q{q}") for q in range(Q)]
-        qa_psn = [Signal(PSN_BITS, name=f"qa_psn_q{q}") for q in range(Q)]
-        qa_trig, qa_hold = Signal(Q), Signal(Q)
         m.d.comb += [self.view_cwnd.eq(Array(cwnd)[self.view_qp]),
                      self.view_inflight.eq(Array(flight)[self.view_qp]),
                      self.view_rtt.eq(Array(last_rtt)[self.view_qp]),
@@ -353,7 +336,6 @@ class RetransmitTracker(wiring.Component):
         f_cack, f_off, f_bits = Signal(PSN_BITS), Signal(16), Signal(SACK_BITS)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
-        f_rcvd = Signal(24)
 
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
@@ -400,9 +382,7 @@ class RetransmitTracker(wiring.Component):
                                          high[q].eq(self.init.payload.psn),
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
                                  suspect[q].eq(0), congested[q].eq(0),
-                                         flight[q].eq(0), last_rtt[q].eq(0),
-                                         qa_start[q].eq(self.now), qa_rcvd[q].eq(0),
-                                         qa_trig[q].eq(0), qa_hold[q].eq(0)]
+                                         flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
                     m.d.sync += [
@@ -413,7 +393,6 @@ class RetransmitTracker(wiring.Component):
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
                         f_ts.eq(Mux(is_sack, seth.tx_timestamp, neth.tx_timestamp)),
                         f_reason.eq(neth.nack_reason), f_psn.eq(neth.nack_psn), f_pr.eq(seth.pr),
-                        f_rcvd.eq(seth.rcvd_bytes),
                     ]
                     with m.If((fb.qp >= Q) | (is_status & ~status_planes.any())):
                         count("invalid")
@@ -517,38 +496,9 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += new_cwnd.eq(self.cwnd_min)
                     with m.Else():
                         m.d.comb += new_cwnd.eq(grown)
-                    # Quick adapt: at the first SACK after its epoch (target_rtt) ended, a QP
-                    # that saw an RTT at or above qa_rtt or a trim in it takes as its window
-                    # what its peer received in it (rcvd_bytes), if less: in an incast that is
-                    # its share of the receiver's port, found in one epoch rather than by
-                    # halvings once queues overflow. Until cack reaches what was sent by then,
-                    # feedback about those packets moves the window no more.
-                    held = Signal()
-                    got = Signal(24)
-                    m.d.comb += [held.eq(qa_hold.bit_select(cq, 1)
-                                         & (f_cack - Array(qa_psn)[cq])[PSN_BITS - 1]),
-                                 got.eq(f_rcvd - Array(qa_rcvd)[cq])]
-                    trig = (self.qa_rtt != 0) & (qa_trig.bit_select(cq, 1)
-                                                 | (sample >= self.qa_rtt))
-                    epoch_over = (self.now - Array(qa_start)[cq])[:TIME_BITS] >= self.target_rtt
-                    adapt = epoch_over & trig & ~held
-                    achieved = Mux(got[-1], 0, got)           # (an older SACK came late)
-                    floor = Mux(achieved < self.cwnd_min, self.cwnd_min, achieved)
-                    with m.If(adapt):
-                        count("quick_adapts")
                     for q in range(Q):
                         with m.If(cq == q):
-                            m.d.sync += last_rtt[q].eq(sample)
-                            with m.If(adapt):
-                                m.d.sync += [cwnd[q].eq(Mux(floor < c_cwnd, floor, c_cwnd)),
-                                             qa_hold[q].eq(1), qa_psn[q].eq(c_nxt)]
-                            with m.Elif(~held):
-                                m.d.sync += [cwnd[q].eq(new_cwnd), qa_hold[q].eq(0)]
-                            with m.If(epoch_over):
-                                m.d.sync += [qa_start[q].eq(self.now), qa_rcvd[q].eq(f_rcvd),
-                                             qa_trig[q].eq(0)]
-                            with m.Else():
-                                m.d.sync += qa_trig[q].eq(trig)
+                            m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
                             with m.If(~ecn & below):
                                 m.d.sync += congested[q].eq(0)
                             with m.If(~have_rtt[q]):
@@ -683,16 +633,10 @@ class RetransmitTracker(wiring.Component):
                     c_cwnd = Array(cwnd)[cq]
                     shrunk = Signal(CWND_BITS)
                     m.d.comb += shrunk.eq(c_cwnd - (c_cwnd >> 1))
-                    # (not for a packet sent before a quick adapt: the window already took
-                    # account of the queue that trimmed it)
-                    held = (qa_hold.bit_select(cq, 1)
-                            & (f_psn - Array(qa_psn)[cq])[PSN_BITS - 1])
                     for q in range(Q):
                         with m.If(cq == q):
-                            m.d.sync += [congested[q].eq(1), qa_trig[q].eq(self.qa_rtt != 0)]
-                            with m.If(~held):
-                                m.d.sync += cwnd[q].eq(Mux(shrunk < self.cwnd_min,
-                                                           self.cwnd_min, shrunk))
+                            m.d.sync += [cwnd[q].eq(Mux(shrunk < self.cwnd_min, self.cwnd_min,
+                                                        shrunk)), congested[q].eq(1)]
                     m.next = "NACK_EV"
             with m.State("NACK_EV"):
                 m.d.comb += rd.addr.eq(slot(cq, p))

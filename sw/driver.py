@@ -299,12 +299,10 @@ def congestion(qp: int) -> Program:
 def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
                    cwnd_min: int | None = None, cwnd_max: int | None = None,
                    fair: int | None = None, gain: int | None = None,
-                   md_shift: int | None = None, qa_rtt: int | None = None) -> Program:
-    """NSCC's parameters (docs/registers.md, rel.*); one left ``None`` stays as it is.
-    ``qa_rtt`` 0 turns quick adapt off."""
+                   md_shift: int | None = None) -> Program:
+    """NSCC's parameters (docs/registers.md, rel.*); one left ``None`` stays as it is."""
     values = {"target_rtt": target_rtt, "cwnd_init": cwnd_init, "cwnd_min": cwnd_min,
-              "cwnd_max": cwnd_max, "cc_fair": fair, "cc_gain": gain, "cc_md": md_shift,
-              "qa_rtt": qa_rtt}
+              "cwnd_max": cwnd_max, "cc_fair": fair, "cc_gain": gain, "cc_md": md_shift}
     for name, v in values.items():
         top = (1 << by_name(f"rel.{name}").width) - 1
         low = 1 if name in ("target_rtt", "cwnd_min", "cwnd_max", "cwnd_init") else 0

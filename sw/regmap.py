@@ -156,7 +156,6 @@ REL_COUNTERS = {
                "port status with no plane of this NIC up",
     "other": "feedback with nothing for the sender (ACK, endpoint responses and EV_PROBE "
              "requests, other NACK reasons; with rel.mode OFF, every SACK and NACK for a known QP)",
-    "quick_adapts": "windows set to what the peer received in an epoch (rel.qa_rtt)",
     "status_sent": "port-status updates (ERTH) sent to QPs' peers",
     "status_received": "port-status updates received and applied (the planes a QP's peer can "
                        "receive on)",
@@ -198,10 +197,6 @@ def _rel_registers():
         _r("rel", "cc_md", 0x728, 4, "RW", 3,
            "Multiplicative decrease: a SACK with ECN and an RTT at or above the target takes "
            "cwnd / 2^cc_md off."),
-        _r("rel", "qa_rtt", 0x7A8, 16, "RW", 0,
-           "Quick adapt: an RTT sample at or above this many cycles, or a trim, makes a QP's "
-           "window what its peer received in the last rel.target_rtt (at least rel.cwnd_min); "
-           "0: off. Set it to rel.target_rtt or above."),
         _r("rel", "probe_interval", 0x7A0, 24, "RW", 16384,
            "Cycles between probes of ASSUMED_BAD EVs (one probe each time, QPs and entries in "
            "turn); 0: never."),

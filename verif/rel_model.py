@@ -12,7 +12,6 @@ from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 
 PSN_MOD = 1 << 24
-TIME_MOD = 1 << 16      # the NIC's timestamps
 
 
 @dataclass
@@ -35,7 +34,6 @@ class Congestion:
     fair: int = 512
     gain: int = 16
     md_shift: int = 3
-    qa_rtt: int = 0
 
     def next(self, cwnd: int, ecn: bool, rtt: int) -> int:
         """The window after a SACK: NSCC's four cases."""
@@ -74,13 +72,6 @@ class _Qp:
     srtt: int | None = None
     rttvar: int = 0
     congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
-    # quick adapt: the epoch's start (cycles) and the peer's rcvd_bytes then, a trigger seen
-    # in it, and the hold after an adapt until cack reaches qa_psn
-    qa_start: int = 0
-    qa_rcvd: int = 0
-    qa_trig: bool = False
-    qa_hold: bool = False
-    qa_psn: int = 0
 
 
 @dataclass
@@ -106,10 +97,8 @@ class Sender:
     def _d(self, a, b):
         return (a - b) % PSN_MOD
 
-    def init(self, qp: int, psn: int, now: int = 0):
-        """QP ``qp`` starts again at PSN ``psn``, at cycle ``now``."""
-        self.q[qp] = _Qp(una=psn, nxt=psn, high=psn, cwnd=self.cc.cwnd_init,
-                         qa_start=now % TIME_MOD)
+    def init(self, qp: int, psn: int):
+        self.q[qp] = _Qp(una=psn, nxt=psn, high=psn, cwnd=self.cc.cwnd_init)
         self.peer[qp] = (1 << self.planes) - 1
         self.suspect[qp] = set()
 
@@ -133,11 +122,8 @@ class Sender:
         both = port_ready & self.peer[qp]
         return both or port_ready
 
-    def sample(self, qp: int, ecn: bool, rtt: int, now: int | None = None, rcvd: int = 0,
-               cack: int = 0):
-        """An accepted SACK's RTT sample: the smoothed RTT as TCP keeps it, and NSCC's window.
-        With quick adapt on (``qa_rtt``), ``now`` is the cycle it came, ``rcvd`` its
-        rcvd_bytes and ``cack`` its cumulative PSN."""
+    def sample(self, qp: int, ecn: bool, rtt: int):
+        """An accepted SACK's RTT sample: the smoothed RTT as TCP keeps it, and NSCC's window."""
         s = self.q[qp]
         if s.srtt is None:
             s.srtt, s.rttvar = rtt, rtt >> 1
@@ -145,27 +131,7 @@ class Sender:
             err = rtt - s.srtt
             s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
             s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
-        held = adapt = False
-        if self.cc.qa_rtt:
-            if now is None:
-                raise ValueError("quick adapt needs the time a SACK came")
-            held = s.qa_hold and self._d(cack, s.qa_psn) >= PSN_MOD // 2
-            trig = s.qa_trig or rtt >= self.cc.qa_rtt
-            over = (now - s.qa_start) % TIME_MOD >= self.cc.target_rtt
-            got = (rcvd - s.qa_rcvd) % (1 << 24)
-            achieved = 0 if got >= 1 << 23 else got       # (an older SACK came late)
-            adapt = over and trig and not held
-            if adapt:
-                s.cwnd = min(s.cwnd, max(achieved, self.cc.cwnd_min))
-                s.qa_hold, s.qa_psn = True, s.nxt
-                self.counters["quick_adapts"] += 1
-            if over:
-                s.qa_start, s.qa_rcvd, s.qa_trig = now % TIME_MOD, rcvd, False
-            else:
-                s.qa_trig = trig
-        if not (adapt or held):
-            s.cwnd = self.cc.next(s.cwnd, ecn, rtt)
-            s.qa_hold = False
+        s.cwnd = self.cc.next(s.cwnd, ecn, rtt)
         if not ecn and rtt < self.cc.target_rtt:
             s.congested = False
 
@@ -232,10 +198,8 @@ class Sender:
         kept.at = (kept.at + 1) % PROBES_KEPT
         self.counters["probes_sent"] += 1
 
-    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0, now=None,
-             rcvd=0) -> Outcome:
-        """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window (with
-        quick adapt, ``now`` and ``rcvd`` too: :meth:`sample`)."""
+    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0) -> Outcome:
+        """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window."""
         o = Outcome()
         if qp >= self.qps:
             self.counters["invalid"] += 1
@@ -262,7 +226,7 @@ class Sender:
             self.counters["invalid"] += 1         # cack both missing and arrived
             return o
         if rtt is not None:
-            self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt, now, rcvd, cack)
+            self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt)
         r = self._record(s, trig)
         if r is not None and r.ev == entropy:
             self.suspect[qp].discard(r.index)     # a packet arrived on this entry
@@ -314,11 +278,8 @@ class Sender:
         if psn not in s.out:
             self.counters["stale"] += 1
             return o
-        # (not for a packet sent before a quick adapt: the window took account of its queue)
-        if not (s.qa_hold and self._d(psn, s.qa_psn) >= PSN_MOD // 2):
-            s.cwnd = self.cc.trimmed(s.cwnd)
+        s.cwnd = self.cc.trimmed(s.cwnd)
         s.congested = True
-        s.qa_trig = bool(self.cc.qa_rtt)
         r = self._record(s, psn)
         blame = reason == wire.NackReason.TRIMMED and r.ev == entropy
         # (too few packets after it for a SACK hole to show it: it would wait for a timeout)

@@ -57,13 +57,12 @@ class Scenario:
 
     def congestion(self, base_rtt_us: float) -> dict:
         """NSCC's settings (driver.set_congestion) for this network, whose base RTT (NICs
-        included) is ``base_rtt_us``: the target delay, a first window of one
+        included) is ``base_rtt_us``: the target delay, and a first window of one
         bandwidth-delay product (more only queues, and is what an incast's senders all send
-        at once), and quick adapt on any RTT above the target (at the last hop, in an incast,
-        that is the first word of congestion)."""
+        at once)."""
         bdp = round(self.nic_gbps() * base_rtt_us * 1000 / 8)
-        target = round(self.target_rtts * base_rtt_us * 1000 / CLOCK_NS)
-        return {"target_rtt": target, "cwnd_init": max(bdp, 4096), "qa_rtt": target}
+        return {"target_rtt": round(self.target_rtts * base_rtt_us * 1000 / CLOCK_NS),
+                "cwnd_init": max(bdp, 4096)}
 
     def peers(self, h: int) -> dict[int, int]:
         """The QPs of host ``h`` that carry data, each with the host it talks to (on the same
