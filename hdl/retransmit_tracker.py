@@ -646,7 +646,7 @@ class RetransmitTracker(wiring.Component):
                 # SACK hole: resending every trim at once into the queue that trimmed it keeps
                 # that queue full.
                 at_once = (((Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq])
-                        | ((c_nxt - p)[:PSN_BITS] <= self.reorder))
+                           | ((c_nxt - p)[:PSN_BITS] <= self.reorder))
                 with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
                           & (rec.pkt.psn == p)):
                     m.d.comb += [self.ev_update.valid.eq(1),
