@@ -89,7 +89,8 @@ class AckBuilder(wiring.Component):
                 "m": a.m, "pr": a.pr, "ack_psn_offset": (a.psn - a.cack)[:16], "entropy": a.ev,
                 "spdcid": a.qp, "dpdcid": r.dqp[:16], "cack_psn": a.cack,
                 "sack_offset": a.sack_offset, "sack_bitmap": a.sack_bitmap,
-                "tx_timestamp": a.ts, "ooo_count": a.ooo_count, "rcvd_bytes": a.rcvd_bytes},
+                "tx_timestamp": a.ts, "ooo_count": a.ooo_count, "rcvd_bytes": a.rcvd_bytes,
+                "rcv_cwnd_pen": a.rcv_cwnd_pen},
                 wire.SETH),
             AckKind.NACK: header_bytes({
                 "nack_reason": a.nack_reason, "entropy": a.ev, "spdcid": a.qp,

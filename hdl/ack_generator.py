@@ -1,6 +1,6 @@
 """Acknowledgement generator: SACKs (coalesced) and NACKs from the receiver's packet outcomes."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -28,6 +28,12 @@ class AckGenerator(wiring.Component):
     - between events the QPs are scanned in turn, and one whose oldest unacknowledged arrival is
       ``timeout`` cycles old gets a SACK of its last arrival's view.
 
+    Every SACK's ``rcv_cwnd_pen`` is the number of QPs that took new data in this period of
+    ``share_period`` cycles or the last (the SACK's own QP included; at most 127), or 0 when
+    ``share_period`` is 0. The senders divide this port between them by it: in an incast the
+    last hop marks no ECN, and a sender's own feedback, one SACK per ``coalesce`` of its
+    packets, comes too rarely to stop the window it opened before the incast began.
+
     Any SACK acknowledges everything before it, so it resets the QP's count. MRC-REFERENCE fixes
     the SACK's fields, not these rules; this project chose them (docs/architecture.md).
 
@@ -36,6 +42,7 @@ class AckGenerator(wiring.Component):
     init : In(stream {qp}): management: the QP's counts start again from zero
     i : In(stream event_layout(qps));  ack : Out(stream ack_layout(qps))
     coalesce : In(8), arrivals per SACK (0 acts as 1);  timeout : In(32), cycles
+    share_period : In(16), cycles (0: ``rcv_cwnd_pen`` is 0)
     sacks, nacks : Out(32), sent (wrap)
     """
 
@@ -47,7 +54,7 @@ class AckGenerator(wiring.Component):
             "init": In(stream.Signature(data.StructLayout({"qp": range(qps)}))),
             "i": In(stream.Signature(event_layout(qps))),
             "ack": Out(stream.Signature(ack_layout(qps))),
-            "coalesce": In(8), "timeout": In(32),
+            "coalesce": In(8), "timeout": In(32), "share_period": In(16),
             "sacks": Out(32), "nacks": Out(32),
         })
 
@@ -70,11 +77,27 @@ class AckGenerator(wiring.Component):
         limit = Signal(9)
         m.d.comb += limit.eq(Mux(self.coalesce == 0, 1, self.coalesce))
 
+        # The QPs that took new data this period (cur) and the last (prev).
+        cur, prev, tick = Signal(Q), Signal(Q), Signal(16)
+        took = Signal(Q)           # this cycle's arrival, one-hot
+        active = Signal(Q)
+        m.d.comb += active.eq(cur | prev | took)
+        with m.If(self.share_period == 0):
+            m.d.sync += [cur.eq(0), prev.eq(0), tick.eq(0)]
+        with m.Elif(tick + 1 >= self.share_period):
+            m.d.sync += [prev.eq(cur | took), cur.eq(0), tick.eq(0)]
+        with m.Else():
+            m.d.sync += [cur.eq(cur | took), tick.eq(tick + 1)]
+        senders = Signal(range(Q + 1))
+        m.d.comb += senders.eq(sum(active[q] for q in range(Q)))
+        pen = Mux(self.share_period == 0, 0, Mux(senders > 127, 127, senders))
+
         def sack(v, counts, *, m_mark=0, pr=0):
             m.d.comb += [a.kind.eq(AckKind.SACK), a.psn.eq(v.psn), a.ev.eq(v.ev), a.ts.eq(v.ts),
                          a.cack.eq(v.cack), a.sack_offset.eq(v.sack_offset),
                          a.sack_bitmap.eq(v.sack_bitmap), a.m.eq(m_mark), a.pr.eq(pr),
-                         a.ooo_count.eq(counts.ooo_count), a.rcvd_bytes.eq(counts.rcvd_bytes)]
+                         a.ooo_count.eq(counts.ooo_count), a.rcvd_bytes.eq(counts.rcvd_bytes),
+                         a.rcv_cwnd_pen.eq(pen)]
 
         with m.If(self.ack.valid & self.ack.ready):
             with m.If(a.kind == AckKind.SACK):
@@ -112,6 +135,7 @@ class AckGenerator(wiring.Component):
                     with m.Case(O.PLACED, O.EMPTY):
                         count = st.pending + 1
                         m.d.comb += [
+                            took.eq(Const(1, Q) << ev.qp),
                             nxt.ooo_count.eq(st.ooo_count + ev.ooo),
                             nxt.rcvd_bytes.eq(st.rcvd_bytes + ev.length), nxt.last.eq(arrived),
                             nxt.since.eq(Mux(st.pending == 0, now, st.since)),

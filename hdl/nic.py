@@ -184,7 +184,8 @@ class Nic(wiring.Component):
                      status.port_ready.eq(self.port_ready), status.enable.eq(enabled),
                      status.now.eq(tx.timestamp), status.interval.eq(bank.rel_status_interval)]
         m.d.comb += [tx.rx_ctx_addr.eq(rx.ctx_addr), rx.ctx.eq(tx.rx_ctx),
-                     rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout)]
+                     rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout),
+                     rx.share_period.eq(bank.rx_share_period)]
         for name in rx_counter_names():
             m.d.comb += getattr(bank, f"rx_{name}").eq(getattr(rx, name))
 
@@ -201,7 +202,7 @@ class Nic(wiring.Component):
         for name in ("qp", "psn", "length", "take"):
             m.d.comb += getattr(rel, f"gate_{name}").eq(getattr(tx, f"gate_{name}"))
         for name in ("reorder", "rto_min", "rto_max", "target_rtt", "cwnd_init", "cwnd_min",
-                     "cwnd_max", "cc_fair", "cc_gain", "cc_md", "view_qp"):
+                     "cwnd_max", "cc_fair", "cc_gain", "cc_md", "rcv_wnd", "view_qp"):
             m.d.comb += getattr(rel, name).eq(getattr(bank, f"rel_{name}"))
         for name in ("cwnd", "inflight", "rtt", "srtt"):
             m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, f"view_{name}"))

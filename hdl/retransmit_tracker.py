@@ -17,11 +17,20 @@ from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor
 from .spray_scheduler import EvState
 from .transport_parser import transport_layout
 
-__all__ = ["RelMode", "sent_layout", "retransmit_layout", "RetransmitTracker", "PROBES_KEPT"]
+__all__ = ["RelMode", "sent_layout", "retransmit_layout", "RetransmitTracker", "PROBES_KEPT",
+           "receiver_share"]
 
 TIME_BITS = 16          # the TSETH timestamp's width: send times and RTTs are in its cycles
 CWND_BITS = 24          # congestion windows, in bytes
 PROBES_KEPT = 4         # a QP's latest probes an answer is matched against
+RECIPROCAL_SHIFT = 16   # rcv_wnd / n is rcv_wnd x floor(2^16 / n) / 2^16: no divider
+RECIPROCAL_ONE = 1 << RECIPROCAL_SHIFT
+
+
+def receiver_share(rcv_wnd: int, pen: int) -> int:
+    """The window a SACK with ``rcv_cwnd_pen`` ``pen`` (2 .. 127) allows, as the gateware
+    computes it."""
+    return (rcv_wnd * (RECIPROCAL_ONE // pen)) >> RECIPROCAL_SHIFT
 
 
 class RelMode(enum.Enum, shape=2):
@@ -96,7 +105,13 @@ class RetransmitTracker(wiring.Component):
     below: no change. A NACK TRIMMED or TRIMMED_LASTHOP for an outstanding packet halves it, as a
     loss does TCP's: a trim is a full queue, and the last hop marks no ECN, so in an incast it
     is the only word of congestion there, and the queue must drain. It stays within
-    ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``.
+    ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``. A SACK whose ``rcv_cwnd_pen`` n is
+    2 or more also holds it to ``rcv_wnd`` / n (no less than ``cwnd_min``; ``rcv_wnd`` 0
+    ignores it): the receiver's port shared by its n busy QPs, the word of an incast that
+    arrives with the first SACK, long before the QP's own feedback could close a window opened
+    too wide. A QP alone at its receiver (n = 1) is left to NSCC: while it recovers a loss, the
+    bytes above the hole count as in flight, and a window held to the port's share would stall
+    it.
 
     After a trim, until a SACK with neither ECN nor an RTT at or above the target, a SACK hole
     sets its entry SKIP but never ASSUMED_BAD: a full queue loses packets as a dead path does,
@@ -138,7 +153,7 @@ class RetransmitTracker(wiring.Component):
         offers only these, so a QP whose window is shut holds up no other.
     now : In(16), the TX timestamp counter.
     mode : In(RelMode); reorder, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
-        cwnd_min, cwnd_max : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
+        cwnd_min, cwnd_max, rcv_wnd : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
     <counter> : Out(32) for each name in the register map's ``REL_COUNTERS`` but
@@ -170,6 +185,7 @@ class RetransmitTracker(wiring.Component):
             "mode": In(RelMode), "reorder": In(16), "rto_min": In(16), "rto_max": In(16),
             "target_rtt": In(16), "cc_fair": In(16), "cc_gain": In(8), "cc_md": In(4),
             "cwnd_init": In(CWND_BITS), "cwnd_min": In(CWND_BITS), "cwnd_max": In(CWND_BITS),
+            "rcv_wnd": In(CWND_BITS),
             "view_qp": In(range(qps)), "view_cwnd": Out(CWND_BITS), "view_inflight": Out(32),
             "view_rtt": Out(TIME_BITS), "view_srtt": Out(TIME_BITS),
             **{name: Out(32) for name in REL_COUNTERS if name != "status_sent"},
@@ -336,6 +352,7 @@ class RetransmitTracker(wiring.Component):
         f_cack, f_off, f_bits = Signal(PSN_BITS), Signal(16), Signal(SACK_BITS)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
+        f_pen = Signal(7)
 
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
@@ -393,6 +410,7 @@ class RetransmitTracker(wiring.Component):
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
                         f_ts.eq(Mux(is_sack, seth.tx_timestamp, neth.tx_timestamp)),
                         f_reason.eq(neth.nack_reason), f_psn.eq(neth.nack_psn), f_pr.eq(seth.pr),
+                        f_pen.eq(seth.rcv_cwnd_pen),
                     ]
                     with m.If((fb.qp >= Q) | (is_status & ~status_planes.any())):
                         count("invalid")
@@ -489,10 +507,20 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += grown.eq(c_cwnd - (c_cwnd >> self.cc_md))
                     with m.Else():
                         m.d.comb += grown.eq(c_cwnd)
+                    # The receiver's share (receiver_share): a product, not a divider.
+                    share = Signal(CWND_BITS)
+                    m.d.comb += share.eq((self.rcv_wnd * Array(
+                        Const(RECIPROCAL_ONE // n if n else 0, RECIPROCAL_ONE.bit_length())
+                        for n in range(128))[f_pen]) >> RECIPROCAL_SHIFT)
+                    top = Signal(CWND_BITS)
+                    with m.If((self.rcv_wnd != 0) & (f_pen >= 2) & (share < self.cwnd_max)):
+                        m.d.comb += top.eq(share)
+                    with m.Else():
+                        m.d.comb += top.eq(self.cwnd_max)
                     new_cwnd = Signal(CWND_BITS)
-                    with m.If(grown > self.cwnd_max):
-                        m.d.comb += new_cwnd.eq(self.cwnd_max)
-                    with m.Elif(grown < self.cwnd_min):
+                    with m.If((grown > top) & (top > self.cwnd_min)):
+                        m.d.comb += new_cwnd.eq(top)
+                    with m.Elif((grown > top) | (grown < self.cwnd_min)):
                         m.d.comb += new_cwnd.eq(self.cwnd_min)
                     with m.Else():
                         m.d.comb += new_cwnd.eq(grown)

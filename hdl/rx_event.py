@@ -60,7 +60,7 @@ def ack_layout(qps):
         "ev": 32, "ts": 16,       # the triggering packet's EV and timestamp, echoed
         "m": 2, "pr": 1, "nack_reason": 8,
         "cack": PSN_BITS, "sack_offset": 16, "sack_bitmap": SACK_BITS,
-        "ooo_count": 15, "rcvd_bytes": 24,
+        "ooo_count": 15, "rcvd_bytes": 24, "rcv_cwnd_pen": 7,
     })
 
 
@@ -70,5 +70,6 @@ def completion_layout(qps):
 
 
 # The SACK fields the generator fills must exist on the wire as named here.
-for _name in ("cack_psn", "sack_offset", "sack_bitmap", "ooo_count", "rcvd_bytes", "m", "pr"):
+for _name in ("cack_psn", "sack_offset", "sack_bitmap", "ooo_count", "rcvd_bytes", "rcv_cwnd_pen",
+              "m", "pr"):
     wire.SETH.field(_name)

@@ -36,7 +36,8 @@ class RxPipeline(wiring.Component):
     Attributes
     ----------
     plane0 .. plane<N-1> : In(PacketStream(width))
-    ctx_addr, ctx, init, mem, cpl, ack, feedback, coalesce, timeout : as :class:`RxTransport`
+    ctx_addr, ctx, init, mem, cpl, ack, feedback, coalesce, timeout, share_period : as
+        :class:`RxTransport`
     frames, drop_<reason>, outcome_<name>, ooo, completions, sacks, nacks, place_errors :
         Out(32), the counters of :func:`rx_counter_names`
     """
@@ -63,7 +64,7 @@ class RxPipeline(wiring.Component):
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "ack": Out(stream.Signature(ack_layout(qps))),
             "feedback": Out(stream.Signature(transport_layout(planes))),
-            "coalesce": In(8), "timeout": In(32),
+            "coalesce": In(8), "timeout": In(32), "share_period": In(16),
             **{name: Out(32) for name in rx_counter_names()},
         })
 
@@ -78,7 +79,8 @@ class RxPipeline(wiring.Component):
         for name in ("init", "mem", "cpl", "ack", "feedback"):
             wiring.connect(m, flip(getattr(self, name)), getattr(tr, name))
         m.d.comb += [self.ctx_addr.eq(tr.ctx_addr), tr.ctx.eq(self.ctx),
-                     tr.coalesce.eq(self.coalesce), tr.timeout.eq(self.timeout)]
+                     tr.coalesce.eq(self.coalesce), tr.timeout.eq(self.timeout),
+                     tr.share_period.eq(self.share_period)]
         for name in rx_counter_names():
             src = front if name == "frames" or name.startswith("drop_") else tr
             m.d.comb += getattr(self, name).eq(getattr(src, name))

@@ -52,7 +52,7 @@ class RxTransport(wiring.Component):
     mem : Out(MemWritePort(width))
     cpl : Out(stream completion_layout(qps));  ack : Out(stream ack_layout(qps))
     feedback : Out(stream transport_layout(planes))
-    coalesce : In(8);  timeout : In(32), the acknowledgement generator's
+    coalesce : In(8);  timeout : In(32);  share_period : In(16), the acknowledgement generator's
     outcome_<name> : Out(32) for each outcome;  ooo, completions, sacks, nacks,
     place_errors : Out(32) (wrap)
     """
@@ -77,7 +77,7 @@ class RxTransport(wiring.Component):
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "ack": Out(stream.Signature(ack_layout(qps))),
             "feedback": Out(stream.Signature(transport_layout(planes))),
-            "coalesce": In(8), "timeout": In(32),
+            "coalesce": In(8), "timeout": In(32), "share_period": In(16),
             **{f"outcome_{o.name.lower()}": Out(32) for o in RxOutcome},
             **{name: Out(32) for name in RX_COUNTERS},
         })
@@ -99,6 +99,7 @@ class RxTransport(wiring.Component):
         wiring.connect(m, completer.o, acks.i)
         wiring.connect(m, acks.ack, flip(self.ack))
         m.d.comb += [acks.coalesce.eq(self.coalesce), acks.timeout.eq(self.timeout),
+                     acks.share_period.eq(self.share_period),
                      self.sacks.eq(acks.sacks), self.nacks.eq(acks.nacks),
                      self.outcome_placed.eq(filt.passed)]
         for o in RxOutcome:

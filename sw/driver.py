@@ -265,14 +265,23 @@ def rx_counters() -> Program:
 
 
 @_refusals_checked
-def set_ack_policy(coalesce: int, timeout_cycles: int) -> Program:
-    """SACK every ``coalesce`` new data packets (1 .. 255) or after ``timeout_cycles``."""
+def set_ack_policy(coalesce: int, timeout_cycles: int,
+                   share_period: int | None = None) -> Program:
+    """SACK every ``coalesce`` new data packets (1 .. 255) or after ``timeout_cycles``; with
+    ``share_period`` (cycles, 0 .. 65535; 0 turns it off) the SACKs tell the senders how many
+    QPs this port takes data for (rx.share_period)."""
     if not isinstance(coalesce, int) or not 1 <= coalesce <= 255:
         raise RegisterError(f"coalesce must be 1 .. 255 packets, not {coalesce!r}")
     if not isinstance(timeout_cycles, int) or not 1 <= timeout_cycles < 1 << 32:
         raise RegisterError(f"the ACK timeout must be 1 .. 2^32 - 1 cycles, not {timeout_cycles!r}")
+    top = (1 << by_name("rx.share_period").width) - 1
+    if share_period is not None and (not isinstance(share_period, int)
+                                     or not 0 <= share_period <= top):
+        raise RegisterError(f"the share period must be 0 .. {top} cycles, not {share_period!r}")
     yield from write("rx.coalesce", coalesce)
     yield from write("rx.ack_timeout", timeout_cycles)
+    if share_period is not None:
+        yield from write("rx.share_period", share_period)
 
 
 def rel_counters() -> Program:
@@ -299,10 +308,13 @@ def congestion(qp: int) -> Program:
 def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
                    cwnd_min: int | None = None, cwnd_max: int | None = None,
                    fair: int | None = None, gain: int | None = None,
-                   md_shift: int | None = None) -> Program:
-    """NSCC's parameters (docs/registers.md, rel.*); one left ``None`` stays as it is."""
+                   md_shift: int | None = None, rcv_wnd: int | None = None) -> Program:
+    """NSCC's parameters (docs/registers.md, rel.*), and ``rcv_wnd``, the bytes a peer's port
+    takes in flight, which the SACKs' rcv_cwnd_pen divide (0: ignore them); one left ``None``
+    stays as it is."""
     values = {"target_rtt": target_rtt, "cwnd_init": cwnd_init, "cwnd_min": cwnd_min,
-              "cwnd_max": cwnd_max, "cc_fair": fair, "cc_gain": gain, "cc_md": md_shift}
+              "cwnd_max": cwnd_max, "cc_fair": fair, "cc_gain": gain, "cc_md": md_shift,
+              "rcv_wnd": rcv_wnd}
     for name, v in values.items():
         top = (1 << by_name(f"rel.{name}").width) - 1
         low = 1 if name in ("target_rtt", "cwnd_min", "cwnd_max", "cwnd_init") else 0

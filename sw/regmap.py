@@ -132,6 +132,10 @@ def _rx_registers():
            "duplicates and probes are acknowledged at once."),
         _r("rx", "ack_timeout", 0x6C4, 32, "RW", 1024,
            "Cycles after which a QP's unacknowledged arrivals get a SACK anyway."),
+        _r("rx", "share_period", 0x6C8, 16, "RW", 0,
+           "Each SACK's rcv_cwnd_pen is the number of QPs that took new data in this period of "
+           "so many cycles or the last (at most 127): the senders divide this port by it "
+           "(their rel.rcv_wnd). 0: rcv_cwnd_pen is 0."),
     ]
     return regs
 
@@ -197,6 +201,10 @@ def _rel_registers():
         _r("rel", "cc_md", 0x728, 4, "RW", 3,
            "Multiplicative decrease: a SACK with ECN and an RTT at or above the target takes "
            "cwnd / 2^cc_md off."),
+        _r("rel", "rcv_wnd", 0x7A8, 24, "RW", 0,
+           "Payload bytes the peer's port can have in flight to it at the target delay: a SACK "
+           "with rcv_cwnd_pen n of 2 or more holds the QP's window to rcv_wnd / n, and no less "
+           "than rel.cwnd_min. 0: rcv_cwnd_pen is ignored."),
         _r("rel", "probe_interval", 0x7A0, 24, "RW", 16384,
            "Cycles between probes of ASSUMED_BAD EVs (one probe each time, QPs and entries in "
            "turn); 0: never."),

@@ -273,7 +273,9 @@ SETH = _h("SETH", "Selective ACK Extended Transport Header + CC_STATE",
           F("tx_timestamp", 16, "echo of the triggering packet's TSETH"),
           F("resv1", 1, reserved=True, choice="ooo_count is the low 15 bits of bytes 30..31"),
           F("ooo_count", 15, "packets that arrived out of order"),
-          F("restore_cwnd", 1), F("rcv_cwnd_pen", 7),
+          F("restore_cwnd", 1),
+          F("rcv_cwnd_pen", 7, "QPs the receiver took new data for lately, at most 127 (0: not "
+            "said); the sender holds its window to its share of the receiver's port"),
           F("rcvd_bytes", 24, "bytes received on the connection, modulo 2^24"))
 
 NETH = _h("NETH", "NACK Extended Transport Header", "20 bytes.",

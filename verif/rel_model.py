@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mrcnic import wire
-from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RelMode
+from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RelMode, receiver_share
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 
@@ -34,9 +34,11 @@ class Congestion:
     fair: int = 512
     gain: int = 16
     md_shift: int = 3
+    rcv_wnd: int = 0
 
-    def next(self, cwnd: int, ecn: bool, rtt: int) -> int:
-        """The window after a SACK: NSCC's four cases."""
+    def next(self, cwnd: int, ecn: bool, rtt: int, pen: int = 0) -> int:
+        """The window after a SACK: NSCC's four cases, then no more than the receiver's share
+        its ``rcv_cwnd_pen`` ``pen`` gives, when the receiver is shared (``pen`` 2 or more)."""
         below = rtt < self.target_rtt
         if not ecn and below:
             cwnd += (self.target_rtt - rtt) * self.gain >> 4      # proportional increase
@@ -44,7 +46,10 @@ class Congestion:
             cwnd += self.fair                                      # fair increase
         elif not below:
             cwnd -= cwnd >> self.md_shift                          # multiplicative decrease
-        return min(max(cwnd, self.cwnd_min), self.cwnd_max)
+        top = self.cwnd_max
+        if self.rcv_wnd and pen >= 2:
+            top = min(top, receiver_share(self.rcv_wnd, pen))
+        return max(min(cwnd, top), self.cwnd_min)
 
     def trimmed(self, cwnd: int) -> int:
         """The window after a NACK for a trimmed packet: a full queue, so it halves."""
@@ -122,8 +127,9 @@ class Sender:
         both = port_ready & self.peer[qp]
         return both or port_ready
 
-    def sample(self, qp: int, ecn: bool, rtt: int):
-        """An accepted SACK's RTT sample: the smoothed RTT as TCP keeps it, and NSCC's window."""
+    def sample(self, qp: int, ecn: bool, rtt: int, pen: int = 0):
+        """An accepted SACK's RTT sample: the smoothed RTT as TCP keeps it, and NSCC's window
+        (``pen``: its rcv_cwnd_pen)."""
         s = self.q[qp]
         if s.srtt is None:
             s.srtt, s.rttvar = rtt, rtt >> 1
@@ -131,7 +137,7 @@ class Sender:
             err = rtt - s.srtt
             s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
             s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
-        s.cwnd = self.cc.next(s.cwnd, ecn, rtt)
+        s.cwnd = self.cc.next(s.cwnd, ecn, rtt, pen)
         if not ecn and rtt < self.cc.target_rtt:
             s.congested = False
 
@@ -198,8 +204,10 @@ class Sender:
         kept.at = (kept.at + 1) % PROBES_KEPT
         self.counters["probes_sent"] += 1
 
-    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0) -> Outcome:
-        """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window."""
+    def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0,
+             pen=0) -> Outcome:
+        """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window, and its
+        ``rcv_cwnd_pen`` ``pen`` may hold it."""
         o = Outcome()
         if qp >= self.qps:
             self.counters["invalid"] += 1
@@ -226,7 +234,7 @@ class Sender:
             self.counters["invalid"] += 1         # cack both missing and arrived
             return o
         if rtt is not None:
-            self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt)
+            self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt, pen)
         r = self._record(s, trig)
         if r is not None and r.ev == entropy:
             self.suspect[qp].discard(r.index)     # a packet arrived on this entry

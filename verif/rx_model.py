@@ -251,6 +251,7 @@ class Receiver:
 
 def _ack(**fields) -> dict:
     base = dict.fromkeys(("kind", "qp", "psn", "ev", "ts", "m", "pr", "nack_reason", "cack",
-                          "sack_offset", "sack_bitmap", "ooo_count", "rcvd_bytes"), 0)
+                          "sack_offset", "sack_bitmap", "ooo_count", "rcvd_bytes",
+                          "rcv_cwnd_pen"), 0)
     base.update(fields)
     return base

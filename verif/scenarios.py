@@ -57,12 +57,18 @@ class Scenario:
 
     def congestion(self, base_rtt_us: float) -> dict:
         """NSCC's settings (driver.set_congestion) for this network, whose base RTT (NICs
-        included) is ``base_rtt_us``: the target delay, and a first window of one
+        included) is ``base_rtt_us``: the target delay; a first window of one
         bandwidth-delay product (more only queues, and is what an incast's senders all send
-        at once)."""
+        at once); and what a port takes in flight at the target delay, which the receiver's
+        busy QPs divide (rcv_wnd)."""
         bdp = round(self.nic_gbps() * base_rtt_us * 1000 / 8)
-        return {"target_rtt": round(self.target_rtts * base_rtt_us * 1000 / CLOCK_NS),
-                "cwnd_init": max(bdp, 4096)}
+        return {"target_rtt": self.target_cycles(base_rtt_us), "cwnd_init": max(bdp, 4096),
+                "rcv_wnd": max(round(self.target_rtts * bdp), 4096)}
+
+    def target_cycles(self, base_rtt_us: float) -> int:
+        """NSCC's target delay in cycles; also the receivers' rx.share_period: a busy QP's
+        packets come at least once in it."""
+        return round(self.target_rtts * base_rtt_us * 1000 / CLOCK_NS)
 
     def peers(self, h: int) -> dict[int, int]:
         """The QPs of host ``h`` that carry data, each with the host it talks to (on the same

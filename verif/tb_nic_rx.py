@@ -39,7 +39,8 @@ def expected_ack(ack, qp, peer, ev, template, layout, mode) -> bytes:
                      entropy=ack["ev"], spdcid=qp, dpdcid=peer.dqp & 0xFFFF,
                      cack_psn=ack["cack"], sack_offset=ack["sack_offset"],
                      sack_bitmap=ack["sack_bitmap"], tx_timestamp=ack["ts"],
-                     ooo_count=ack["ooo_count"], rcvd_bytes=ack["rcvd_bytes"])
+                     ooo_count=ack["ooo_count"], rcvd_bytes=ack["rcvd_bytes"],
+                     rcv_cwnd_pen=ack["rcv_cwnd_pen"])
         op = wire.Opcode.SACK
     else:
         ext = L.NETH(nack_reason=ack["nack_reason"], entropy=ack["ev"], spdcid=qp,
@@ -65,11 +66,12 @@ def inner_ack(frame: bytes) -> dict:
         return {"kind": 0, "qp": s.spdcid, "psn": bth.psn, "ev": s.entropy,
                 "ts": s.tx_timestamp, "m": s.m, "pr": s.pr, "nack_reason": 0, "cack": s.cack_psn,
                 "sack_offset": s.sack_offset, "sack_bitmap": s.sack_bitmap,
-                "ooo_count": s.ooo_count, "rcvd_bytes": s.rcvd_bytes}
+                "ooo_count": s.ooo_count, "rcvd_bytes": s.rcvd_bytes,
+                "rcv_cwnd_pen": s.rcv_cwnd_pen}
     n = pkt[L.NETH]
     return {"kind": 1, "qp": n.spdcid, "psn": bth.psn, "ev": n.entropy, "ts": n.tx_timestamp,
             "m": 0, "pr": 0, "nack_reason": n.nack_reason, "cack": 0, "sack_offset": 0,
-            "sack_bitmap": 0, "ooo_count": 0, "rcvd_bytes": 0}
+            "sack_bitmap": 0, "ooo_count": 0, "rcvd_bytes": 0, "rcv_cwnd_pen": 0}
 
 
 @cocotb.test()

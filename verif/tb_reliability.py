@@ -22,7 +22,7 @@ from mrcnic import driver, wire
 from mrcnic import layers as L
 from mrcnic.evmap import ev_split, format_addr
 from mrcnic.hdl.qp_context import QpState, SrMode
-from mrcnic.hdl.retransmit_tracker import RelMode
+from mrcnic.hdl.retransmit_tracker import RelMode, receiver_share
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.verif.layouts import decode, encode
@@ -167,8 +167,9 @@ class Rig:
         await ClockCycles(self.dut.clk, 200)
 
     async def sack(self, q, cack, bitmap=0, offset=0, trig=None, m=0, entropy=None, qp_field=None,
-                   echo=None, rtt=None, pr=0):
-        """A SACK for QP ``q`` (BTH dqp ``qp_field`` if given); the model's outcome."""
+                   echo=None, rtt=None, pr=0, pen=0):
+        """A SACK for QP ``q`` (BTH dqp ``qp_field`` if given; rcv_cwnd_pen ``pen``); the
+        model's outcome."""
         cack %= PSN_MOD
         trig = cack if trig is None else trig % PSN_MOD
         ev, ts, _ = self.ev_of.get((q, trig), (0, 0, 0))
@@ -176,10 +177,11 @@ class Rig:
         ts = ts if echo is None else echo
         await self.inject(L.SETH(m=m, pr=pr, ack_psn_offset=(trig - cack) & 0xFFFF, entropy=entropy,
                                  spdcid=1, dpdcid=q, cack_psn=cack & 0xFFFFFF,
-                                 sack_offset=offset, sack_bitmap=bitmap, tx_timestamp=ts),
+                                 sack_offset=offset, sack_bitmap=bitmap, tx_timestamp=ts,
+                                 rcv_cwnd_pen=pen),
                           wire.Opcode.SACK, q if qp_field is None else qp_field)
         return self.model.sack(q if qp_field is None else qp_field, cack & 0xFFFFFF, offset,
-                               bitmap, trig & 0xFFFFFF, entropy, m, rtt, pr)
+                               bitmap, trig & 0xFFFFFF, entropy, m, rtt, pr, pen)
 
     async def next_probe(self, interval):
         """The next probe frame (plane, frame), waiting up to three probe intervals."""
@@ -410,11 +412,12 @@ async def the_window_holds_new_packets(dut):
 
 @cocotb.test()
 async def the_window_follows_nscc(dut):
-    """A scripted run of SACKs, ECN-marked or not, with RTTs below and above the target, and
-    trims: after each, the window equals the model's NSCC window, and the QP has exactly as many
-    new packets out as that window allows."""
+    """A scripted run of SACKs, ECN-marked or not, with RTTs below and above the target, some
+    saying how many QPs the receiver is busy with (rcv_cwnd_pen), and trims: after each, the
+    window equals the model's NSCC window, and the QP has exactly as many new packets out as
+    that window allows."""
     cc = Congestion(target_rtt=3000, cwnd_init=4096, cwnd_min=2048, cwnd_max=12000, fair=700,
-                    gain=16, md_shift=2)
+                    gain=16, md_shift=2, rcv_wnd=9000)
     rig = await Rig.start(dut, cc=cc)
     q = 1
     psns = await rig.post(q, 200)
@@ -437,24 +440,29 @@ async def the_window_follows_nscc(dut):
     acked = 0
     moves = []
 
-    async def step(ecn, rtt=None):
+    async def step(ecn, rtt=None, pen=0):
         """SACKs what is out but three (all, at the end), ECN-marked or not, echoing a
-        timestamp that makes the RTT about ``rtt`` (the real one if None)."""
+        timestamp that makes the RTT about ``rtt`` (the real one if None), with rcv_cwnd_pen
+        ``pen``."""
         nonlocal acked
         acked = sent if sent == len(psns) or rtt is None else acked + 3
         trig = psns[acked - 1]
         _, ts, seen = rig.ev_of[(q, trig)]
         now = ts + int(get_sim_time("ns")) // CLOCK_NS - seen
         out = await rig.sack(q, trig + 1, trig=trig, m=wire.SackMark.SKIP_ONCE if ecn else 0,
-                             echo=None if rtt is None else (now + 120 - rtt) & 0xFFFF)
+                             echo=None if rtt is None else (now + 120 - rtt) & 0xFFFF, pen=pen)
         got = await rig.cfg.regs.run(driver.congestion(q))
         if rtt is not None:
             assert (got["rtt"] < cc.target_rtt) == (rtt < cc.target_rtt), \
                 f"the test meant an RTT near {rtt}, the NIC measured {got['rtt']}"
         # The model follows with the sample the NIC took.
         before = rig.model.q[q].cwnd
-        rig.model.sample(q, ecn, got["rtt"])
+        rig.model.sample(q, ecn, got["rtt"], pen)
         assert got["srtt"] == rig.model.q[q].srtt, (got, rig.model.q[q].srtt)
+        if pen >= 2:
+            share = max(receiver_share(cc.rcv_wnd, pen), cc.cwnd_min)
+            assert got["cwnd"] <= share, \
+                f"rcv_cwnd_pen {pen}: window {got['cwnd']}, above the receiver's share {share}"
         assert got["cwnd"] == rig.model.q[q].cwnd, \
             f"ECN {ecn}, RTT {got['rtt']}: window {before} -> {got['cwnd']}, NSCC says " \
             f"{rig.model.q[q].cwnd}"
@@ -463,8 +471,15 @@ async def the_window_follows_nscc(dut):
 
     script = [(False, 500), (False, 1500), (False, 6000), (False, 6000), (True, 6000),
               (True, 800), (True, 7000), (True, 7000), (True, 7000), (False, 200), (False, 9000)]
-    for ecn, rtt in script:
-        out = await step(ecn, rtt)
+    # The receiver busy with this QP alone (it is not held, and grows past rcv_wnd), then with
+    # 5 QPs, 2, 127 (the window falls to cwnd_min), then saying nothing.
+    script = [(e, r, 0) for e, r in script] + [(False, 200, 1), (False, 200, 1), (False, 500, 5),
+                                               (False, 500, 2), (False, 500, 127), (False, 200, 0)]
+    alone = []
+    for ecn, rtt, pen in script:
+        out = await step(ecn, rtt, pen)
+        if pen == 1:
+            alone.append(rig.model.q[q].cwnd)
         assert not out.retransmits and not out.completions
         await release()      # exactly what the new window lets out, and nothing sent again
     # A trim: a queue was full, and at the last hop nothing else says so: the window halves.
@@ -493,6 +508,7 @@ async def the_window_follows_nscc(dut):
             break
         await release()
     await rig.expect(out, "the whole write acknowledged")
+    assert max(alone) > cc.rcv_wnd, f"the script never took a QP alone past rcv_wnd: {alone}"
     assert rig.model.counters["completions"] == 1
     # The script met each case where it moves the window.
     moved = {(ecn, below): any(b != a for e, lo, b, a in moves if (e, lo) == (ecn, below))

@@ -467,3 +467,40 @@ async def malformed_input_is_counted_and_harmless(dut, case):
     assert mem == bytes(want), f"{case}: memory after the good packet is not just its payload"
     after = await counts()
     assert after["outcome_placed"] == before["outcome_placed"] + 1
+
+
+@cocotb.test()
+async def every_sack_counts_the_busy_qps(dut):
+    """With rx.share_period P, each SACK's rcv_cwnd_pen is the number of QPs that took new data
+    in this period of P cycles or the last, its own included; with P = 0 it is 0."""
+    p = params()
+    rng = random.Random(f"{p['seed']}-share")
+    await setup(dut)
+    rx = Rx(dut, rng, {**p, "backpressure": 0.0, "coalesce": 1})
+    period = 20000
+    dut.share_period.value = period
+    qps = [q for q in range(min(rx.qps, 5)) if q != wire.PROBE_DQP]
+    peers = {}
+    for q in qps:
+        c = RxQp(state=QpState.RTS.value, rkey=0x1000 + q, mr_va=(0x10 + q) << 32,
+                 mr_length=4096, rx_psn=rng.getrandbits(24), rx_msn=rng.getrandbits(16))
+        rx.mem.map(c.mr_va, c.mr_length)
+        await rx.configure(q, c)
+        peers[q] = (c, QueuePair(dqp=q, mtu=1024, next_psn=c.rx_psn, msn=c.rx_msn))
+
+    async def write(q, want, what):
+        c, peer = peers[q]
+        wr = WriteRequest(va=c.mr_va, rkey=c.rkey, data=rng.randbytes(rng.randint(1, 1024)))
+        await rx.send(raw(segment(peer, wr, lambda: rng.getrandbits(32), 7)[0][1]), 0)
+        sack = await take(rx.ack, ack_layout(rx.qps), f"SACK ({what})")
+        await take(rx.cpl, completion_layout(rx.qps), f"completion ({what})")
+        assert (sack["kind"], sack["qp"], sack["rcv_cwnd_pen"]) == (0, q, want), \
+            f"{what}: a SACK for QP {q} with rcv_cwnd_pen {want} expected, got {sack}"
+
+    for n, q in enumerate(qps, 1):
+        await write(q, n, f"QP {q}, busy QP number {n}")
+    await write(qps[0], len(qps), "a QP already counted")
+    await ClockCycles(dut.clk, 2 * period + 10)
+    await write(qps[1], 1, "after two quiet periods")
+    dut.share_period.value = 0
+    await write(qps[2], 0, "share_period 0")

@@ -265,6 +265,8 @@ async def scenario(dut):
     base_rtt_us = await sysm.ping()
     for host in sysm.hosts:
         await host.regs.run(driver.set_congestion(**sc.congestion(base_rtt_us)))
+        await host.regs.run(driver.set_ack_policy(
+            *sc.ack_policy, share_period=sc.target_cycles(base_rtt_us)))
     t0 = sysm.t0 = get_sim_time("ns")
     failures = sc.failures(sysm.net, t0)
     cocotb.start_soon(sysm.net.schedule(failures, 0.0,

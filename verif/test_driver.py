@@ -164,10 +164,11 @@ def test_bad_reliability_settings_are_refused_before_any_write(kw, match):
 def test_congestion_settings_land_and_read_back():
     bus, c = nic()
     c.run(driver.set_congestion(target_rtt=3000, cwnd_init=8192, cwnd_min=2048, cwnd_max=9000,
-                                fair=100, gain=8, md_shift=2))
+                                fair=100, gain=8, md_shift=2, rcv_wnd=12000))
     written = {regmap.by_offset(o).path: v for o, v in bus.writes}
     assert written == {"rel.target_rtt": 3000, "rel.cwnd_init": 8192, "rel.cwnd_min": 2048,
-                       "rel.cwnd_max": 9000, "rel.cc_fair": 100, "rel.cc_gain": 8, "rel.cc_md": 2}
+                       "rel.cwnd_max": 9000, "rel.cc_fair": 100, "rel.cc_gain": 8, "rel.cc_md": 2,
+                       "rel.rcv_wnd": 12000}
     bus.words[regmap.by_name("rel.cwnd").offset] = 5000
     assert c.run(driver.congestion(2))["cwnd"] == 5000
     assert bus.writes[-1] == (regmap.by_name("rel.view_qp").offset, 2)
@@ -178,6 +179,7 @@ def test_congestion_settings_land_and_read_back():
     (dict(cwnd_max=1 << 24), "cwnd_max must be 1"),
     (dict(md_shift=16), "cc_md must be 0 .. 15"),
     (dict(cwnd_min=9000, cwnd_max=8000), "above cwnd_max"),
+    (dict(rcv_wnd=-1), "rcv_wnd must be 0"),
 ])
 def test_bad_congestion_settings_are_refused_before_any_write(kw, match):
     bus, c = nic()
@@ -190,3 +192,23 @@ def test_congestion_of_a_qp_the_nic_lacks_is_refused():
     _, c = nic()
     with pytest.raises(RegisterError, match="QP 4"):
         c.run(driver.congestion(4))
+
+
+def test_ack_policy_lands_with_its_share_period():
+    bus, c = nic()
+    c.run(driver.set_ack_policy(4, 256, share_period=4500))
+    assert {regmap.by_offset(o).path: v for o, v in bus.writes} == {
+        "rx.coalesce": 4, "rx.ack_timeout": 256, "rx.share_period": 4500}
+
+
+@pytest.mark.parametrize("args, kw, match", [
+    ((0, 256), {}, "coalesce must be 1 .. 255"),
+    ((4, 0), {}, "ACK timeout must be 1"),
+    ((4, 256), {"share_period": 1 << 16}, "share period must be 0 .. 65535"),
+    ((4, 256), {"share_period": 2.5}, "share period must be 0 .. 65535"),
+])
+def test_bad_ack_policy_is_refused_before_any_write(args, kw, match):
+    bus, c = nic()
+    with pytest.raises(RegisterError, match=match):
+        c.run(driver.set_ack_policy(*args, **kw))
+    assert not bus.writes

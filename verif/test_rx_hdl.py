@@ -19,3 +19,9 @@ def test_rx_malformed_inputs():
     harness.run(builds.rx(64), "mrcnic.verif.tb_rx",
                 {"width": 64, **builds.RX_CONFIG, "seed": 1},
                 test_filter="malformed_input_is_counted_and_harmless", tag="malformed")
+
+
+def test_sacks_count_the_busy_qps():
+    harness.run(builds.rx(64), "mrcnic.verif.tb_rx",
+                {"width": 64, **builds.RX_CONFIG, "seed": 3},
+                testcase="every_sack_counts_the_busy_qps", tag="share")
