@@ -90,7 +90,9 @@ class AckGenerator(wiring.Component):
             m.d.sync += [cur.eq(cur | took), tick.eq(tick + 1)]
         senders = Signal(range(Q + 1))
         m.d.comb += senders.eq(sum(active[q] for q in range(Q)))
-        pen = Mux(self.share_period == 0, 0, Mux(senders > 127, 127, senders))
+        # (rcv_cwnd_pen is 7 bits: saturate only where more QPs than that can be counted)
+        said = Mux(senders > 127, 127, senders) if Q > 127 else senders
+        pen = Mux(self.share_period == 0, 0, said)
 
         def sack(v, counts, *, m_mark=0, pr=0):
             m.d.comb += [a.kind.eq(AckKind.SACK), a.psn.eq(v.psn), a.ev.eq(v.ev), a.ts.eq(v.ts),
