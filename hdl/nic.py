@@ -88,7 +88,7 @@ class Nic(wiring.Component):
         self._tx = TxPipeline(**self._params)
         self._rx = RxPipeline(width, planes, qps, window, messages, max_frame, rx_timeout,
                               max_segments)
-        self._rel = RetransmitTracker(qps, evs, planes, window)
+        self._rel = RetransmitTracker(qps, evs, planes, window, spines)
         self._prober = EvProber(qps, evs)
         self._status = PortStatusReporter(qps, planes)
         self._bank = RegisterBank(

@@ -8,6 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
+from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
 
 from .bits import first_from
@@ -78,10 +79,12 @@ class RetransmitTracker(wiring.Component):
       the bitmap clears what it covers; ``una`` advances to the cumulative PSN, completing each
       message whose last packet it passes; then every outstanding packet at least ``reorder``
       PSNs below the highest known to have arrived is retransmitted, once (a hole retransmitted
-      is tried again only after a timeout). In SELECTIVE mode such a hole also blames the EV
-      that lost it: SKIP the first time, ASSUMED_BAD when that entry lost one before with no
-      packet arriving on it since (a SACK whose triggering packet came on the entry's EV
-      clears the suspicion), so a dead path stops carrying packets after two losses even
+      is tried again only after a timeout). In SELECTIVE mode such a hole also blames the path
+      that lost it (the plane and spine its EV names; a QP's entries on one path share the
+      evidence): the entry is set SKIP, or ASSUMED_BAD when its path lost a packet before
+      with none arriving on it since (a SACK whose triggering packet came on the path, or a
+      probe's answer from it, clears the suspicion). So a dead path stops carrying packets
+      after two losses on any of its entries, and its other entries go at their first, even
       while the retransmissions keep the QP moving and no timeout fires.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
       that packet is retransmitted at once if the QP's bytes in flight less its own are below
@@ -128,7 +131,9 @@ class RetransmitTracker(wiring.Component):
     Parameters
     ----------
     qps, evs : as the spray scheduler; planes : the RX side's planes (its record layout);
-    window : PSNs a QP may have in flight (a power of two, 64 .. 2**23).
+    window : PSNs a QP may have in flight (a power of two, 64 .. 2**23); spines : spines a
+    plane, which with ``planes`` gives the EV layout (:class:`mrcnic.evmap.EvLayout`) a path
+    is read from.
 
     Attributes
     ----------
@@ -160,13 +165,14 @@ class RetransmitTracker(wiring.Component):
         ``status_sent`` (the TX side counts what it sends).
     """
 
-    def __init__(self, qps=16, evs=64, planes=2, window=256):
+    def __init__(self, qps=16, evs=64, planes=2, window=256, spines=4):
         if not isinstance(window, int) or window & (window - 1) or not 64 <= window <= 1 << 23:
             raise ValueError(f"window must be a power of two from {SACK_BITS} to 2**23, "
                              f"not {window!r}")
         if not isinstance(qps, int) or qps < 1:
             raise ValueError(f"qps must be a positive integer, not {qps!r}")
         self._qps, self._evs, self._planes, self._window = qps, evs, planes, window
+        self._layout = EvLayout(planes, spines)     # raises on a bad count
         super().__init__({
             "init": In(stream.Signature(data.StructLayout({"qp": range(qps), "psn": PSN_BITS}))),
             "sent": In(stream.Signature(sent_layout(qps, evs), always_ready=True)),
@@ -243,9 +249,18 @@ class RetransmitTracker(wiring.Component):
         # RTT: a SACK hole then is not blamed on its path (ASSUMED_BAD). (ECN alone loses
         # nothing: it says a path is busier than the others.)
         congested = Signal(Q)
-        # Entries that lost a packet (a SACK hole) with none arriving on them since.
-        suspect = [Signal(E, name=f"suspect_q{q}") for q in range(Q)]
-        sus_set, sus_clr = Signal(E), Signal(E)
+        # Paths (an EV's plane and spine fields) that lost a packet (a SACK hole) with none
+        # arriving on them since: a dead link loses every packet sent its way, on whichever of
+        # the QP's entries, so its entries share the evidence.
+        lay = self._layout
+        NP = lay.paths
+        suspect = [Signal(NP, name=f"suspect_q{q}") for q in range(Q)]
+        sus_set, sus_clr = Signal(NP), Signal(NP)
+
+        def path_bit(ev):
+            path = Cat(ev[lay.spine_shift:lay.spine_shift + lay.spine_bits],
+                       ev[lay.plane_shift:lay.plane_shift + lay.plane_bits])
+            return (Const(1, NP) << path)[:NP]
         pb = self.probed.payload
         with m.If(self.probed.valid):
             count("probes_sent")
@@ -454,6 +469,7 @@ class RetransmitTracker(wiring.Component):
                                  self.ev_update.payload.state.eq(EvState.GOOD)]
                     with m.If(self.ev_update.ready):
                         count("probes_answered")
+                        m.d.comb += sus_clr.eq(path_bit(f_ent))     # the path works
                         for q in range(Q):
                             with m.If(cq == q):
                                 m.d.sync += probe_live[q].eq(
@@ -556,8 +572,8 @@ class RetransmitTracker(wiring.Component):
                 m.d.comb += rd.addr.eq(slot(cq, f_trig))
                 came = (rec.pkt.psn == f_trig) & (rec.ev == f_ent) & (rec.pkt.qp == cq)
                 with m.If(came):
-                    # A packet arrived on this entry: it is not suspect (any more).
-                    m.d.comb += sus_clr.eq((Const(1, E) << rec.index)[:E])
+                    # A packet arrived on this path: it is not suspect (any more).
+                    m.d.comb += sus_clr.eq(path_bit(rec.ev))
                 marked = ((f_m == wire.SackMark.SKIP_ONCE) | (f_m == wire.SackMark.ALWAYS_SKIP))
                 with m.If(came & marked):
                     bad = f_m == wire.SackMark.ALWAYS_SKIP
@@ -613,9 +629,10 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     m.d.sync += p.eq(p + 1)
             with m.State("SCAN_EV"):
-                # A SACK hole: the entry that lost it is suspect, or bad if it already was.
+                # A SACK hole: its path is suspect, or the entry that lost it bad if the path
+                # already was (it stays suspect: its other entries go at their first hole).
                 m.d.comb += rd.addr.eq(slot(cq, p))
-                lost_on = (Const(1, E) << rec.index)[:E]
+                lost_on = path_bit(rec.ev)
                 again = (Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
                 with m.If(rec.pkt.psn == p):
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
@@ -623,7 +640,6 @@ class RetransmitTracker(wiring.Component):
                     with m.If(self.ev_update.ready):
                         with m.If(again):
                             count("ev_bad")
-                            m.d.comb += sus_clr.eq(lost_on)
                         with m.Else():
                             count("ev_skip")
                             m.d.comb += sus_set.eq(lost_on)

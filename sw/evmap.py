@@ -95,6 +95,17 @@ class EvLayout:
             raise ValueError(f"EV {ev:#010x} names spine {s}, but there are {self.spines}")
         return s
 
+    @property
+    def paths(self) -> int:
+        """How many path numbers :meth:`path` can give: every (plane, spine) field value."""
+        return 1 << (self.plane_bits + self.spine_bits)
+
+    def path(self, ev: int) -> int:
+        """The path an EV names, as one number: its plane field above its spine field. The raw
+        fields, unchecked, as the gateware reads them."""
+        p = (ev >> self.plane_shift) & ((1 << self.plane_bits) - 1)
+        return p << self.spine_bits | (ev >> self.spine_shift) & ((1 << self.spine_bits) - 1)
+
     def make(self, plane: int, spine: int, entropy: int = 0) -> int:
         """An EV for (plane, spine); ``entropy`` fills the bits outside both fields."""
         if not 0 <= plane < self.planes or not 0 <= spine < self.spines:

@@ -33,13 +33,18 @@ RX_PACKETS = {64: 256, 1024: 128, 4096: 64}
 #: The failover benches' transfer: 256 KiB each way on one QP pair, seed fixed.
 SYSTEM_OPTIONS = {"sizes": [256 * 1024, 256 * 1024], "back": None}
 SYSTEM_SEED = 21
+#: More seeds for the same figures: where the dead path sits in each NIC's spray, and so how
+#: soon it loses its first packets, varies with the seed; the worst and the mean show how far
+#: the fixed seed's figure can be trusted.
+SYSTEM_SEEDS = (21, 31, 41, 51, 61)
 SYSTEM_HOW = ("two NICs (verif/tb_system.py), 256 KiB written each way on one QP pair, seed "
               f"{SYSTEM_SEED}; failover_us: simulated time from the plane 0 spine 1 link's death "
               "(30% into the transfer, for good) to the last new or retransmitted data packet any "
               "NIC sprays onto a path through it; failover_rtts: the same over the base RTT (the "
               "RTT NIC 0 measures for one full data packet on the idle system, NICs and network "
               "together); fct_inflation_linkdown: time to "
-              "complete every write with the link death / without it")
+              "complete every write with the link death / without it; *_worst and *_mean: the "
+              f"same over seeds {', '.join(map(str, SYSTEM_SEEDS))} (failover_seeds each)")
 
 
 #: The incast bench: 64 KiB from each sender to NIC 0 and 128 KiB from NIC 1 to NIC 2.
@@ -67,19 +72,25 @@ def _incast(b, results):
           f"completion time), the incast at {v['incast_done_us']:.1f} us; goal >= 0.90)")
 
 
-def _system(b, results):
+def _linkdown(b, seed):
+    """The clean and link-down runs of one seed: (failover us, its RTTs, FCT inflation, the
+    link-down run's results, the clean run's)."""
     runs = {}
     for scenario in ("clean", "linkdown"):
         run = harness.run(b, "mrcnic.verif.tb_system",
-                          builds.system_params(64, scenario, SYSTEM_SEED, SYSTEM_OPTIONS,
-                                               pcaps=False),
-                          tag=f"bench_{scenario}")
+                          builds.system_params(64, scenario, seed, SYSTEM_OPTIONS, pcaps=False),
+                          tag=f"bench_{scenario}_{seed}")
         runs[scenario] = json.loads((run / "results.json").read_text())
     down, clean = runs["linkdown"], runs["clean"]
     last = down["failover"][0]["last_after_us"] or 0.0
+    return last, last / down["base_rtt_us"], down["fct_us"] / clean["fct_us"], down, clean
+
+
+def _system(b, results):
+    last, rtts, inflation, down, clean = _linkdown(b, SYSTEM_SEED)
     results["failover_us"] = round(last, 3)
-    results["failover_rtts"] = round(last / down["base_rtt_us"], 3)
-    results["fct_inflation_linkdown"] = round(down["fct_us"] / clean["fct_us"], 4)
+    results["failover_rtts"] = round(rtts, 3)
+    results["fct_inflation_linkdown"] = round(inflation, 4)
     print(f"{'failover_us':<28} {last:.3f}   (last data packet onto the dead path after it "
           f"died; base RTT {down['base_rtt_us']:.2f} us, {down['wire_rtt_us']:.2f} us of it "
           "on the wire)")
@@ -87,6 +98,22 @@ def _system(b, results):
     print(f"{'fct_inflation_linkdown':<28} {results['fct_inflation_linkdown']:.4f}   "
           f"({down['fct_us']:.1f} us with the link death / {clean['fct_us']:.1f} us without; "
           "goal <= 1.10)")
+    seeds = {SYSTEM_SEED: (rtts, inflation)}
+    for seed in SYSTEM_SEEDS:
+        if seed not in seeds:
+            _, r, i, _, _ = _linkdown(b, seed)
+            seeds[seed] = (r, i)
+            print(f"  seed {seed}: failover_rtts {r:.3f}, fct_inflation_linkdown {i:.4f}",
+                  flush=True)
+    results["failover_seeds"] = {str(s): {"failover_rtts": round(r, 3),
+                                          "fct_inflation_linkdown": round(i, 4)}
+                                 for s, (r, i) in seeds.items()}
+    for key, k in (("failover_rtts", 0), ("fct_inflation_linkdown", 1)):
+        values = [v[k] for v in seeds.values()]
+        results[f"{key}_worst"] = round(max(values), 4)
+        results[f"{key}_mean"] = round(sum(values) / len(values), 4)
+        print(f"{key + '_worst':<28} {max(values):.3f}   (mean {sum(values) / len(values):.3f} "
+              f"over seeds {', '.join(map(str, seeds))})")
 
 
 def main(argv=None) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mrcnic import wire
+from mrcnic.evmap import EvLayout
 from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RelMode, receiver_share
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
@@ -89,15 +90,17 @@ class _Probes:
 
 class Sender:
     def __init__(self, qps: int, window: int, reorder: int = 8,
-                 mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None, planes: int = 2):
+                 mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None, planes: int = 2,
+                 spines: int = 4):
         self.qps, self.window, self.reorder, self.mode = qps, window, reorder, RelMode(mode)
         self.planes = planes
+        self.layout = EvLayout(planes, spines)
         self.cc = cc or Congestion()
         self.q = [_Qp(cwnd=self.cc.cwnd_init) for _ in range(qps)]
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
         self.probes = {}                          # qp -> _Probes
         self.peer = [(1 << planes) - 1] * qps     # planes each QP's peer can receive on
-        self.suspect = [set() for _ in range(qps)]   # entries that lost a packet, none since
+        self.suspect = [set() for _ in range(qps)]   # paths that lost a packet, none since
 
     def _d(self, a, b):
         return (a - b) % PSN_MOD
@@ -179,13 +182,14 @@ class Sender:
             if p not in s.pend and gbn:
                 self._retransmit(qp, s, p, cause, o)
             elif p not in s.pend and p in s.out:
-                # A SACK hole blames its entry: SKIP, or ASSUMED_BAD if it lost one before
-                # and nothing arrived on it since.
+                # A SACK hole blames its path: the entry SKIP, or ASSUMED_BAD if the path
+                # lost one before and nothing arrived on it since (it stays suspect).
                 r = self._record(s, p)
                 if r is not None:
                     # (not while the QP sees congestion: a full queue loses packets too)
-                    bad = r.index in self.suspect[qp] and not s.congested
-                    (self.suspect[qp].discard if bad else self.suspect[qp].add)(r.index)
+                    path = self.layout.path(r.ev)
+                    bad = path in self.suspect[qp] and not s.congested
+                    self.suspect[qp].add(path)
                     o.ev_updates.append((qp, r.index,
                                          EvState.ASSUMED_BAD if bad else EvState.SKIP))
                     self.counters["ev_bad" if bad else "ev_skip"] += 1
@@ -221,6 +225,7 @@ class Sender:
         if pr and hit is not None and m != wire.SackMark.ALWAYS_SKIP:
             o.ev_updates.append((qp, slots[hit][0], EvState.GOOD))
             self.counters["probes_answered"] += 1
+            self.suspect[qp].discard(self.layout.path(entropy))     # the path works
             slots[hit] = None
         inflight, dc = self._d(s.nxt, s.una), self._d(cack, s.una)
         if dc > inflight:
@@ -237,7 +242,7 @@ class Sender:
             self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt, pen)
         r = self._record(s, trig)
         if r is not None and r.ev == entropy:
-            self.suspect[qp].discard(r.index)     # a packet arrived on this entry
+            self.suspect[qp].discard(self.layout.path(r.ev))     # one arrived on this path
         if m in (wire.SackMark.SKIP_ONCE, wire.SackMark.ALWAYS_SKIP):
             if r is not None and r.ev == entropy:
                 bad = m == wire.SackMark.ALWAYS_SKIP

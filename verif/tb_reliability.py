@@ -57,7 +57,8 @@ class Rig:
                                                 "probe_interval": probe_interval},
                                    congestion=dataclasses.asdict(cc) if cc else None,
                                    states=states)
-        self.model = Sender(self.Q, p["window"], reorder, mode, cc, self.P)
+        self.model = Sender(self.Q, p["window"], reorder, mode, cc, self.P,
+                            self.cfg.layout.spines)
         for q in range(self.Q):
             self.model.init(q, self.cfg.qps[q].next_psn)
         self.frames = []
@@ -800,63 +801,73 @@ async def a_peer_port_status_steers_the_spray(dut):
 
 @cocotb.test()
 async def a_path_that_keeps_losing_is_retired(dut):
-    """A SACK hole sets the EV that lost it SKIP; a second hole on the same entry, with no
-    packet arriving on it in between, sets it ASSUMED_BAD, and it carries nothing after. An
-    arrival on the entry between two holes forgives the first: the second is only SKIP."""
+    """A SACK hole sets the EV that lost it SKIP and its path (the plane and spine the EV
+    names) suspect; a second hole on the same path, on any of the QP's entries there, with no
+    packet arriving on the path in between, sets that entry ASSUMED_BAD, and it carries
+    nothing after; the path stays suspect, so a third hole on it retires its entry too. An
+    arrival on the path between two holes forgives the first: the second is only SKIP."""
     rig = await Rig.start(dut)
     N, E = 64, rig.p["evs"]
 
     def uses(q, psns):
         return _uses(rig, q, psns)
 
-    def next_use(ix, i):
-        return _next_use(ix, i, N)
+    def next_use(px, i):
+        return _next_use(px, i, N)
 
-    def hole_at(q, psns, ix, i, what):
-        return _hole_at(rig, q, psns, ix, i, what)
+    def hole_at(q, psns, px, i, what):
+        return _hole_at(rig, q, psns, px, i, what)
 
-    # QP 0: two holes on one entry -> SKIP, then ASSUMED_BAD.
+    # QP 0: two holes on one path -> SKIP, then ASSUMED_BAD; a third -> ASSUMED_BAD at once.
     q = 0
     psns = await rig.post(q, N)
     await rig.send_new(N)
     ix = uses(q, psns)
-    a, b = _two_holes(ix, N)
-    out = await hole_at(q, psns, ix, a, "first hole")
+    px = _paths(rig, q, ix)
+    a, b = _two_holes(px, N)
+    c = next(i for i in range(b + 6, N - 6) if px[i] == px[a] and ix[i] != ix[b]
+             and px[i] not in px[i + 1:i + 6])
+    out = await hole_at(q, psns, px, a, "first hole")
     assert (q, ix[a], EvState.SKIP) in out.ev_updates, out.ev_updates
     await rig.expect(out, "the first hole")
-    out = await hole_at(q, psns, ix, b, "second hole")
+    out = await hole_at(q, psns, px, b, "second hole")
     assert (q, ix[b], EvState.ASSUMED_BAD) in out.ev_updates, out.ev_updates
-    await rig.expect(out, "the second hole on the same entry")
+    await rig.expect(out, "the second hole on the same path")
+    # A third hole there (not on the retired entry): the path is still suspect, it goes at once.
+    out = await hole_at(q, psns, px, c, "third hole")
+    assert (q, ix[c], EvState.ASSUMED_BAD) in out.ev_updates, out.ev_updates
+    await rig.expect(out, "a hole on a path that lost two")
+    retired = {ix[b], ix[c]}
     out = await rig.sack(q, psns[-1] + 1)
     await rig.expect(out, "all acknowledged")
-    dead = rig.cfg.profiles[q][ix[a]]
+    dead = {rig.cfg.profiles[q][i] for i in retired}
     more = await rig.post(q, 2 * E)
     await rig.send_new(2 * E, "after the entry was retired")
-    assert all(rig.ev_of[(q, p)][0] != dead for p in more), "a retired EV carried a packet"
+    assert all(rig.ev_of[(q, p)][0] not in dead for p in more), "a retired EV carried a packet"
     states = await rig.cfg.regs.run(driver.ev_states(q))     # as ev.state reads them
-    assert states[ix[a]] is EvState.ASSUMED_BAD and states.count(EvState.ASSUMED_BAD) == 1, \
-        states
+    assert {i for i, st in enumerate(states) if st is EvState.ASSUMED_BAD} == retired, states
     await rig.completions(await rig.sack(q, more[-1] + 1), "after the entry was retired")
 
-    # QP 1: a hole, an arrival on the same entry, another hole -> SKIP both times.
+    # QP 1: a hole, an arrival on the same path, another hole there -> SKIP both times.
     q = 1
     psns = await rig.post(q, N)
     await rig.send_new(N)
     ix = uses(q, psns)
-    c = next(i for i in range(1, N) if ix[i] not in ix[i + 1:i + 6]
-             and next_use(ix, i) > i + 6 and ix[next_use(ix, next_use(ix, i))] not in
-             ix[next_use(ix, next_use(ix, i)) + 1:next_use(ix, next_use(ix, i)) + 6]
-             and next_use(ix, next_use(ix, i)) + 6 < N)
-    d = next_use(ix, c)
-    e = next_use(ix, d)
-    out = await hole_at(q, psns, ix, c, "first hole")
+    px = _paths(rig, q, ix)
+    c = next(i for i in range(1, N) if px[i] not in px[i + 1:i + 6]
+             and next_use(px, i) > i + 6 and px[next_use(px, next_use(px, i))] not in
+             px[next_use(px, next_use(px, i)) + 1:next_use(px, next_use(px, i)) + 6]
+             and next_use(px, next_use(px, i)) + 6 < N)
+    d = next_use(px, c)
+    e = next_use(px, d)
+    out = await hole_at(q, psns, px, c, "first hole")
     assert (q, ix[c], EvState.SKIP) in out.ev_updates, out.ev_updates
     await rig.expect(out, "the first hole")
-    out = await rig.sack(q, psns[d] + 1, trig=psns[d])       # d arrived, on the same entry
-    await rig.expect(out, "an arrival on the entry")
-    out = await hole_at(q, psns, ix, e, "second hole")
+    out = await rig.sack(q, psns[d] + 1, trig=psns[d])       # d arrived, on the same path
+    await rig.expect(out, "an arrival on the path")
+    out = await hole_at(q, psns, px, e, "second hole")
     assert (q, ix[e], EvState.SKIP) in out.ev_updates, out.ev_updates
-    await rig.expect(out, "a hole after an arrival on the entry")
+    await rig.expect(out, "a hole after an arrival on the path")
     states = await rig.cfg.regs.run(driver.ev_states(q))
     assert states[ix[c]] is EvState.SKIP and EvState.ASSUMED_BAD not in states, states
     await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
@@ -868,29 +879,35 @@ def _uses(rig, q, psns):
     return [rig.cfg.profiles[q].index(rig.ev_of[(q, p)][0]) for p in psns]
 
 
-def _next_use(ix, i, n):
-    return next(j for j in range(i + 1, n) if ix[j] == ix[i])
+def _paths(rig, q, ix):
+    """The path (plane and spine) of each of those entries."""
+    return [rig.cfg.layout.path(rig.cfg.profiles[q][i]) for i in ix]
 
 
-def _hole_at(rig, q, psns, ix, i, what):
-    """A SACK: everything before i arrived, i did not, i+1 .. i+5 did."""
-    assert ix[i] not in ix[i + 1:i + 6], f"{what}: the arrivals share the lost entry"
+def _next_use(px, i, n):
+    return next(j for j in range(i + 1, n) if px[j] == px[i])
+
+
+def _hole_at(rig, q, psns, px, i, what):
+    """A SACK: everything before i arrived, i did not, i+1 .. i+5 did (none on i's path, so
+    the arrival that triggers it says nothing for that path)."""
+    assert px[i] not in px[i + 1:i + 6], f"{what}: the arrivals share the lost path"
     return rig.sack(q, psns[i], bitmap=0b11111, offset=1, trig=psns[i + 5])
 
 
-def _two_holes(ix, n):
-    """Two relative PSNs a < b on one entry, each with five arrivals after it on others."""
+def _two_holes(px, n):
+    """Two relative PSNs a < b on one path, each with five arrivals after it on others."""
     def alone(i):
-        return ix[i] not in ix[i + 1:i + 6]
-    a = next(i for i in range(1, n - 20) if alone(i) and _next_use(ix, i, n) > i + 6
-             and alone(_next_use(ix, i, n)) and _next_use(ix, i, n) + 6 < n)
-    return a, _next_use(ix, a, n)
+        return px[i] not in px[i + 1:i + 6]
+    a = next(i for i in range(1, n - 20) if alone(i) and _next_use(px, i, n) > i + 6
+             and alone(_next_use(px, i, n)) and _next_use(px, i, n) + 6 < n)
+    return a, _next_use(px, a, n)
 
 
 @cocotb.test()
 async def congestion_keeps_a_hole_from_retiring_its_path(dut):
     """Once a QP has seen a trim, a SACK hole may be a full queue's loss as well as a dead
-    path's: two holes on one entry set it SKIP twice, never ASSUMED_BAD. (A SACK with neither
+    path's: two holes on one path set their entries SKIP twice, never ASSUMED_BAD. (A SACK with neither
     ECN nor an RTT above the target ends it; this target is never met.)"""
     cc = Congestion(target_rtt=1, cwnd_init=1 << 20, cwnd_min=4096, cwnd_max=1 << 20)
     rig = await Rig.start(dut, cc=cc)
@@ -898,15 +915,16 @@ async def congestion_keeps_a_hole_from_retiring_its_path(dut):
     psns = await rig.post(q, N)
     await rig.send_new(N)
     ix = _uses(rig, q, psns)
-    a, b = _two_holes(ix, N)
+    px = _paths(rig, q, ix)
+    a, b = _two_holes(px, N)
     out = await rig.nack(q, psns[0], wire.NackReason.TRIMMED_LASTHOP)
     await rig.expect(out, "a last-hop trim")
-    out = await _hole_at(rig, q, psns, ix, a, "first hole")
+    out = await _hole_at(rig, q, psns, px, a, "first hole")
     assert (q, ix[a], EvState.SKIP) in out.ev_updates, out.ev_updates
     await rig.expect(out, "the first hole")
-    out = await _hole_at(rig, q, psns, ix, b, "second hole")
+    out = await _hole_at(rig, q, psns, px, b, "second hole")
     assert (q, ix[b], EvState.SKIP) in out.ev_updates, out.ev_updates
-    await rig.expect(out, "the second hole on the same entry, under congestion")
+    await rig.expect(out, "the second hole on the same path, under congestion")
     states = await rig.cfg.regs.run(driver.ev_states(q))
     assert EvState.ASSUMED_BAD not in states, states
     await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")

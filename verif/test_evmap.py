@@ -17,6 +17,20 @@ def test_reference_example(ev):
     assert route.segments == ()
 
 
+def test_each_plane_and_spine_is_one_path():
+    """The path number the reliability engine keeps its suspicion by: every (plane, spine)
+    its own, whatever the EV's other bits."""
+    lay = EvLayout(planes=2, spines=4)
+    seen = {}
+    for plane in range(2):
+        for spine in range(4):
+            for entropy in (0, 0xDEADBEEF, 0xFFFFFFFF):
+                seen.setdefault(lay.path(lay.make(plane, spine, entropy)), set()).add(
+                    (plane, spine))
+    assert sorted(seen) == list(range(lay.paths)) and all(len(v) == 1 for v in seen.values())
+    assert lay.path(0x0103) == 0b111 and EvLayout(planes=1, spines=3).paths == 4
+
+
 def test_long_path_gets_an_srh():
     t = UsidTemplate(block=0xFCBB, usids=tuple(range(0x10, 0x19)), spine_index=2)
     r = t.route(0x0101, EvLayout(planes=2, spines=2))

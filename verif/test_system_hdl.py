@@ -17,7 +17,7 @@ KIB = 1024
     ("clean", 11, {"sizes": [1, 7, 256, 1000, 4096, 10000, 64 * KIB, 1024 * KIB]}),
     ("lossy", 12, {}),
     # 512 KiB for the largest: the link is down long enough (its share of the transfer) for
-    # each entry on it to lose two packets early enough to be seen.
+    # its path to lose two packets early enough to be seen, and its entries to be checked.
     ("linkdown", 13, {"sizes": [1, 7, 256, 1000, 4096, 10000, 64 * KIB, 512 * KIB]}),
     ("planedown", 14, {}),
 ])
