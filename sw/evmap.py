@@ -83,14 +83,18 @@ class EvLayout:
     def spine_bits(self) -> int:
         return _bits_for(self.spines)
 
+    @staticmethod
+    def _field(ev: int, shift: int, bits: int) -> int:
+        return (ev >> shift) & ((1 << bits) - 1)
+
     def plane(self, ev: int) -> int:
-        p = (ev >> self.plane_shift) & ((1 << self.plane_bits) - 1)
+        p = self._field(ev, self.plane_shift, self.plane_bits)
         if p >= self.planes:
             raise ValueError(f"EV {ev:#010x} names plane {p}, but there are {self.planes}")
         return p
 
     def spine(self, ev: int) -> int:
-        s = (ev >> self.spine_shift) & ((1 << self.spine_bits) - 1)
+        s = self._field(ev, self.spine_shift, self.spine_bits)
         if s >= self.spines:
             raise ValueError(f"EV {ev:#010x} names spine {s}, but there are {self.spines}")
         return s
@@ -103,8 +107,8 @@ class EvLayout:
     def path(self, ev: int) -> int:
         """The path an EV names, as one number: its plane field above its spine field. The raw
         fields, unchecked, as the gateware reads them."""
-        p = (ev >> self.plane_shift) & ((1 << self.plane_bits) - 1)
-        return p << self.spine_bits | (ev >> self.spine_shift) & ((1 << self.spine_bits) - 1)
+        return (self._field(ev, self.plane_shift, self.plane_bits) << self.spine_bits
+                | self._field(ev, self.spine_shift, self.spine_bits))
 
     def make(self, plane: int, spine: int, entropy: int = 0) -> int:
         """An EV for (plane, spine); ``entropy`` fills the bits outside both fields."""

@@ -907,8 +907,8 @@ def _two_holes(px, n):
 @cocotb.test()
 async def congestion_keeps_a_hole_from_retiring_its_path(dut):
     """Once a QP has seen a trim, a SACK hole may be a full queue's loss as well as a dead
-    path's: two holes on one path set their entries SKIP twice, never ASSUMED_BAD. (A SACK with neither
-    ECN nor an RTT above the target ends it; this target is never met.)"""
+    path's: two holes on one path set their entries SKIP twice, never ASSUMED_BAD. (A SACK
+    with neither ECN nor an RTT above the target ends it; this target is never met.)"""
     cc = Congestion(target_rtt=1, cwnd_init=1 << 20, cwnd_min=4096, cwnd_max=1 << 20)
     rig = await Rig.start(dut, cc=cc)
     N, q = 64, 0
