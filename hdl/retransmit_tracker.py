@@ -12,6 +12,7 @@ from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
 
 from .bits import first_from
+from .ev_fields import ev_path
 from .headers import header_view
 from .reorder_tracker import PSN_BITS, SACK_BITS
 from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor_layout
@@ -258,9 +259,7 @@ class RetransmitTracker(wiring.Component):
         sus_set, sus_clr = Signal(NP), Signal(NP)
 
         def path_bit(ev):
-            path = Cat(ev[lay.spine_shift:lay.spine_shift + lay.spine_bits],
-                       ev[lay.plane_shift:lay.plane_shift + lay.plane_bits])
-            return (Const(1, NP) << path)[:NP]
+            return (Const(1, NP) << ev_path(lay, ev))[:NP]
         pb = self.probed.payload
         with m.If(self.probed.valid):
             count("probes_sent")

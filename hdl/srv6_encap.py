@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic import wire
 from mrcnic.evmap import USID_BITS, EvLayout
 
+from .ev_fields import ev_plane, ev_spine
 from .head_splitter import HeadSplitter
 from .headers import header_bytes
 from .prefix_inserter import PrefixInserter
@@ -117,8 +118,8 @@ class Srv6Encapsulator(wiring.Component):
         plane = Signal(16)
         spine = Signal(16)
         m.d.comb += [
-            plane.eq((route.ev >> ev_l.plane_shift) & ((1 << ev_l.plane_bits) - 1)),
-            spine.eq((route.ev >> ev_l.spine_shift) & ((1 << ev_l.spine_bits) - 1)),
+            plane.eq(ev_plane(ev_l, route.ev)),
+            spine.eq(ev_spine(ev_l, route.ev)),
         ]
         usids = [Signal(USID_BITS, name=f"usid{i}") for i in range(C * PC)]
         for i, u in enumerate(usids):

@@ -826,7 +826,7 @@ async def a_path_that_keeps_losing_is_retired(dut):
     px = _paths(rig, q, ix)
     a, b = _two_holes(px, N)
     c = next(i for i in range(b + 6, N - 6) if px[i] == px[a] and ix[i] != ix[b]
-             and px[i] not in px[i + 1:i + 6])
+             and _alone(px, i))
     out = await hole_at(q, psns, px, a, "first hole")
     assert (q, ix[a], EvState.SKIP) in out.ev_updates, out.ev_updates
     await rig.expect(out, "the first hole")
@@ -854,12 +854,17 @@ async def a_path_that_keeps_losing_is_retired(dut):
     await rig.send_new(N)
     ix = uses(q, psns)
     px = _paths(rig, q, ix)
-    c = next(i for i in range(1, N) if px[i] not in px[i + 1:i + 6]
-             and next_use(px, i) > i + 6 and px[next_use(px, next_use(px, i))] not in
-             px[next_use(px, next_use(px, i)) + 1:next_use(px, next_use(px, i)) + 6]
-             and next_use(px, next_use(px, i)) + 6 < N)
-    d = next_use(px, c)
-    e = next_use(px, d)
+
+    def three_uses(i):
+        """i, then its path's next two uses: the first past i's five arrivals, the second
+        with five arrivals of its own on other paths; or None."""
+        d = next_use(px, i)
+        e = None if d is None else next_use(px, d)
+        if e is not None and _alone(px, i) and d > i + 6 and _alone(px, e) and e + 6 < N:
+            return i, d, e
+        return None
+
+    c, d, e = next(t for t in map(three_uses, range(1, N)) if t)
     out = await hole_at(q, psns, px, c, "first hole")
     assert (q, ix[c], EvState.SKIP) in out.ev_updates, out.ev_updates
     await rig.expect(out, "the first hole")
@@ -885,22 +890,28 @@ def _paths(rig, q, ix):
 
 
 def _next_use(px, i, n):
-    return next(j for j in range(i + 1, n) if px[j] == px[i])
+    """The next relative PSN below n on i's path, or None."""
+    return next((j for j in range(i + 1, n) if px[j] == px[i]), None)
+
+
+def _alone(px, i):
+    """None of the five packets after i shares its path."""
+    return px[i] not in px[i + 1:i + 6]
 
 
 def _hole_at(rig, q, psns, px, i, what):
     """A SACK: everything before i arrived, i did not, i+1 .. i+5 did (none on i's path, so
     the arrival that triggers it says nothing for that path)."""
-    assert px[i] not in px[i + 1:i + 6], f"{what}: the arrivals share the lost path"
+    assert _alone(px, i), f"{what}: the arrivals share the lost path"
     return rig.sack(q, psns[i], bitmap=0b11111, offset=1, trig=psns[i + 5])
 
 
 def _two_holes(px, n):
     """Two relative PSNs a < b on one path, each with five arrivals after it on others."""
-    def alone(i):
-        return px[i] not in px[i + 1:i + 6]
-    a = next(i for i in range(1, n - 20) if alone(i) and _next_use(px, i, n) > i + 6
-             and alone(_next_use(px, i, n)) and _next_use(px, i, n) + 6 < n)
+    def fits(a):
+        b = _next_use(px, a, n)
+        return b is not None and _alone(px, a) and b > a + 6 and _alone(px, b) and b + 6 < n
+    a = next(i for i in range(1, n - 20) if fits(i))
     return a, _next_use(px, a, n)
 
 
