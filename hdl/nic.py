@@ -196,6 +196,7 @@ class Nic(wiring.Component):
         wiring.connect(m, tx.sent, rel.sent)
         wiring.connect(m, tx.probed, rel.probed)
         wiring.connect(m, rel.peer, tx.peer)
+        m.d.comb += tx.hold.eq(rel.hold)
         m.d.comb += [rel.now.eq(tx.timestamp), tx.gate_open.eq(rel.gate_open),
                      tx.gate_ready.eq(rel.gate_ready),
                      rel.mode.as_value().eq(bank.rel_mode)]
@@ -228,6 +229,7 @@ class Nic(wiring.Component):
         with m.Else():
             r = rel.ev_update.payload
             m.d.comb += [up.qp.eq(r.qp), up.index.eq(r.index), up.state.eq(r.state),
+                         up.path.eq(r.path),
                          up.management.eq(0), tx.ev_update.valid.eq(rel.ev_update.valid),
                          rel.ev_update.ready.eq(tx.ev_update.ready)]
 

@@ -82,11 +82,15 @@ class RetransmitTracker(wiring.Component):
       PSNs below the highest known to have arrived is retransmitted, once (a hole retransmitted
       is tried again only after a timeout). In SELECTIVE mode such a hole also blames the path
       that lost it (the plane and spine its EV names; a QP's entries on one path share the
-      evidence): the entry is set SKIP, or ASSUMED_BAD when its path lost a packet before
-      with none arriving on it since (a SACK whose triggering packet came on the path, or a
-      probe's answer from it, clears the suspicion). So a dead path stops carrying packets
-      after two losses on any of its entries, and its other entries go at their first, even
-      while the retransmissions keep the QP moving and no timeout fires.
+      evidence): the entry is set SKIP and the path suspect; or, when its path lost a packet
+      before with none arriving on it since (a SACK whose triggering packet came on the path,
+      or a probe's answer from it, clears the suspicion), every entry of the QP on the path
+      is set ASSUMED_BAD (an ``ev_update`` with ``path``). A first hole also holds the QP's
+      suspect paths (``hold``: the spray scheduler passes over their entries) until every
+      packet the QP had sent by then is acknowledged or found lost: the highest PSN known to
+      have arrived ``reorder`` past them. So a dead path carries nothing new from its first
+      loss seen, and goes whole at its second, which its packets already in flight give,
+      even while the retransmissions keep the QP moving and no timeout fires.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
       that packet is retransmitted at once if the QP's bytes in flight less its own are below
       the new window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
@@ -147,7 +151,10 @@ class RetransmitTracker(wiring.Component):
         the interval between probes.
     feedback : In(stream transport_layout(planes)): SACK, NACK, ACK and endpoint packets.
     retransmit : Out(stream retransmit_layout)
-    ev_update : Out(stream {qp, index, state})
+    ev_update : Out(stream {qp, index, state, path}): with ``path``, ASSUMED_BAD for every
+        entry of the QP on that entry's path.
+    hold : Out(ArrayLayout(paths, qps)): each QP's paths to pass over for now (``paths`` bits
+        numbered by :meth:`mrcnic.evmap.EvLayout.path`).
     peer : Out(stream {qp, planes}), always ready: the planes a QP's peer can receive on
     cpl : Out(stream completion_layout): work requests completed (status OK).
     gate_qp, gate_psn, gate_length : In; gate_open : Out, whether QP ``gate_qp`` may send
@@ -182,7 +189,8 @@ class RetransmitTracker(wiring.Component):
             "feedback": In(stream.Signature(transport_layout(planes))),
             "retransmit": Out(stream.Signature(retransmit_layout(qps, evs))),
             "ev_update": Out(stream.Signature(data.StructLayout({
-                "qp": range(qps), "index": range(evs), "state": EvState}))),
+                "qp": range(qps), "index": range(evs), "state": EvState, "path": 1}))),
+            "hold": Out(data.ArrayLayout(self._layout.paths, qps)),
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "peer": Out(stream.Signature(data.StructLayout({
                 "qp": range(qps), "planes": planes}), always_ready=True)),
@@ -341,6 +349,22 @@ class RetransmitTracker(wiring.Component):
             with m.If(cq == q):
                 m.d.sync += suspect[q].eq((suspect[q] | sus_set) & ~sus_clr)
 
+        # The hold: from a QP's first SACK hole on a path, its suspect paths carry nothing new
+        # until every packet it had sent by then has been acknowledged or found lost (the
+        # highest acknowledged ``reorder`` past them); so a dead path's other entries lose no
+        # more while their losses in flight come to light. A later first hole renews it.
+        holding = Signal(Q)
+        hold_psn = [Signal(PSN_BITS, name=f"hold_psn_q{q}") for q in range(Q)]
+        hold_set = Signal()                  # the FSM's QP ``cq`` starts (or renews) its hold
+        for q in range(Q):
+            past = Signal(PSN_BITS, name=f"hold_past_q{q}")
+            m.d.comb += [past.eq(high[q] - hold_psn[q]),
+                         self.hold[q].eq(Mux(holding[q] & ~congested[q], suspect[q], 0))]
+            with m.If(hold_set & (cq == q)):
+                m.d.sync += [holding[q].eq(1), hold_psn[q].eq(nxt[q])]
+            with m.Elif((past >= self.reorder) & ~past[-1]):
+                m.d.sync += holding[q].eq(0)
+
         # Bit changes the FSM makes this cycle, to QP f_q.
         f_q = Signal(range(Q))
         f_out_clr, f_pend_clr, f_pend_set = Signal(W), Signal(W), Signal(W)
@@ -412,7 +436,7 @@ class RetransmitTracker(wiring.Component):
                                          nxt[q].eq(self.init.payload.psn),
                                          high[q].eq(self.init.payload.psn),
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
-                                 suspect[q].eq(0), congested[q].eq(0),
+                                         suspect[q].eq(0), congested[q].eq(0), holding[q].eq(0),
                                          flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
@@ -628,20 +652,21 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     m.d.sync += p.eq(p + 1)
             with m.State("SCAN_EV"):
-                # A SACK hole: its path is suspect, or the entry that lost it bad if the path
-                # already was (it stays suspect: its other entries go at their first hole).
+                # A SACK hole: its path is suspect (and held), or, if the path already was,
+                # every entry on it bad at once (it stays suspect).
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 lost_on = path_bit(rec.ev)
                 again = (Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
                 with m.If(rec.pkt.psn == p):
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
-                        Mux(again, EvState.ASSUMED_BAD, EvState.SKIP))]
+                        Mux(again, EvState.ASSUMED_BAD, EvState.SKIP)),
+                        self.ev_update.payload.path.eq(again)]
                     with m.If(self.ev_update.ready):
                         with m.If(again):
                             count("ev_bad")
                         with m.Else():
                             count("ev_skip")
-                            m.d.comb += sus_set.eq(lost_on)
+                            m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]
                         m.next = "SCAN_RTX"
                 with m.Else():
                     m.next = "SCAN_RTX"

@@ -5,7 +5,10 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from mrcnic.evmap import EvLayout
+
 from .bits import first_from
+from .ev_fields import ev_path
 
 __all__ = ["EvState", "LoadOp", "SprayScheduler"]
 
@@ -39,6 +42,12 @@ class SprayScheduler(wiring.Component):
     SKIP lasts one rotation: the QP's next ``profile size`` grants after the current rotation
     ends (so at least one full rotation, at most two), then the EV is GOOD again.
 
+    The reliability engine may hold paths of a QP (``hold``): a path (the plane and spine an
+    EV names) that lost a packet and has not shown since that it works. The QP's GOOD EVs on
+    a held path are passed over while a ready plane has another GOOD EV; their state does not
+    change. An ASSUMED_BAD update with ``path`` retires every GOOD EV of the QP on that entry's
+    path at once: a dead link loses whatever is sent its way, on any entry.
+
     One decision a cycle: a request accepted at cycle t leaves as a grant at t + 2. A state
     change accepted at cycle t applies to every request accepted from t on.
 
@@ -48,6 +57,8 @@ class SprayScheduler(wiring.Component):
     evs : the largest profile (a power of two, a multiple of ``planes``).
     planes : network planes (a power of two).
     backups : spare EVs per QP and plane.
+    spines : spines a plane, which with ``planes`` gives the EV layout
+        (:class:`mrcnic.evmap.EvLayout`) an entry's path is read from.
 
     Attributes
     ----------
@@ -63,8 +74,13 @@ class SprayScheduler(wiring.Component):
         Management (:class:`LoadOp`): write profile entry ``index`` (it becomes GOOD), push a
         spare EV for plane ``index % planes``, or empty the QP's profile. A QP's profile size
         grows to cover the entries written since it was last emptied.
-    update : In(stream {qp, index, state, management})
-        A state change; DENIED can be set, and left, only with ``management``.
+    update : In(stream {qp, index, state, management, path})
+        A state change; DENIED can be set, and left, only with ``management``. ASSUMED_BAD
+        with ``path`` also sets every other GOOD entry of the QP on the same path ASSUMED_BAD
+        (none of them replaced by a spare), unless that would leave the QP no GOOD EV and no
+        spare: then only the entry named goes, under the rule below.
+    hold : In(ArrayLayout(paths, qps))
+        Element q: the paths (bit ``EvLayout.path(ev)``) QP ``q`` should not spray on now.
     ignored : Out(32)
         Updates and loads refused: DENIED without management, a change to a DENIED EV without
         it, ASSUMED_BAD without management for a QP's last GOOD EV when no spare can replace
@@ -85,7 +101,7 @@ class SprayScheduler(wiring.Component):
         the QP may use now: what may be probed.
     """
 
-    def __init__(self, qps=16, evs=64, planes=2, backups=4):
+    def __init__(self, qps=16, evs=64, planes=2, backups=4, spines=4):
         for name, v, lo in (("qps", qps, 1), ("evs", evs, 2), ("planes", planes, 1),
                             ("backups", backups, 1)):
             if not isinstance(v, int) or v < lo:
@@ -94,6 +110,7 @@ class SprayScheduler(wiring.Component):
             raise ValueError(f"planes ({planes}) and evs ({evs}) must be powers of two, evs a "
                              "multiple of planes")
         self._qps, self._evs, self._planes, self._backups = qps, evs, planes, backups
+        self._layout = EvLayout(planes, spines)     # raises on a bad count
         qp_shape = range(qps)
         idx_shape = range(evs)
         super().__init__({
@@ -106,7 +123,9 @@ class SprayScheduler(wiring.Component):
             "load": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "ev": 32, "op": LoadOp}))),
             "update": In(stream.Signature(data.StructLayout({
-                "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1}))),
+                "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1,
+                "path": 1}))),
+            "hold": In(data.ArrayLayout(self._layout.paths, qps)),
             "ignored": Out(32),
             "replaced": Out(32),
             "peer": In(stream.Signature(data.StructLayout({
@@ -119,6 +138,8 @@ class SprayScheduler(wiring.Component):
         m = Module()
         Q, E, P, B = self._qps, self._evs, self._planes, self._backups
         per_plane = E // P
+        lay = self._layout
+        NP = lay.paths
 
         # EV values in block RAM; health as bitmaps in flip-flops, one word per QP, so a pick
         # sees every change made up to the cycle before.
@@ -127,6 +148,9 @@ class SprayScheduler(wiring.Component):
         good = [Signal(E, name=f"good_q{q}") for q in range(Q)]
         denied = [Signal(E, name=f"denied_q{q}") for q in range(Q)]
         bad = [Signal(E, name=f"bad_q{q}") for q in range(Q)]        # ASSUMED_BAD, not replaced
+        # Each entry's path (EvLayout.path of its EV), kept beside its health so a pick can
+        # pass over a held path's entries in the same cycle.
+        paths = [Signal(data.ArrayLayout(range(NP), E), name=f"paths_q{q}") for q in range(Q)]
         peer_up = [Signal(P, name=f"peer_up_q{q}", init=(1 << P) - 1) for q in range(Q)]
         with m.If(self.peer.valid):
             for q in range(Q):
@@ -186,16 +210,33 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.Case(q):
                     m.d.comb += [open_now.eq(good[q] & ~skip_now[q]), used_now.eq(used[q])]
+
+        def on_ready_plane(bits):
+            """Whether a ready plane has one of ``bits``."""
+            return (Cat(*[Cat(*[bits[i] for i in range(p, E, P)]).any()
+                          for p in range(P)]) & port_ready).any()
+
+        # The QP's entries on a held path wait, if a ready plane has another.
+        cur_paths = Signal(data.ArrayLayout(range(NP), E))
+        with m.Switch(qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += cur_paths.eq(paths[q])
+        held_paths = Signal(NP)
+        m.d.comb += held_paths.eq(self.hold[qp])
+        free = Signal(E)
+        m.d.comb += free.eq(open_now & ~Cat(*[held_paths.bit_select(cur_paths[i], 1)
+                                              for i in range(E)]))
+        base = Signal(E)
+        m.d.comb += base.eq(Mux(on_ready_plane(free), free, open_now))
         # A retry leaves out the entry that lost the packet, if a ready plane has another.
         avoid = Signal(E)
         m.d.comb += avoid.eq(Mux(self.request.payload.retry,
                                  (Const(1, E) << self.request.payload.avoid)[:E], 0))
-        others = open_now & ~avoid
-        others_ready = (Cat(*[Cat(*[others[i] for i in range(p, E, P)]).any()
-                              for p in range(P)]) & port_ready).any()
+        others = base & ~avoid
         eligible = Signal(E)
         unused = Signal(E)
-        m.d.comb += [eligible.eq(Mux(others_ready, others, open_now)),
+        m.d.comb += [eligible.eq(Mux(on_ready_plane(others), others, base)),
                      unused.eq(eligible & ~used_now)]
         plane_bits = [Signal(per_plane, name=f"plane{p}_bits") for p in range(P)]
         renew = Signal(P)            # plane p's round is over: all its eligible EVs are open again
@@ -326,7 +367,8 @@ class SprayScheduler(wiring.Component):
                 with m.If(fetch_qp == q):
                     # The spare is new to the round: it may be picked before the round ends.
                     m.d.sync += [good[q].bit_select(fetch_index, 1).eq(1),
-                                 used[q].bit_select(fetch_index, 1).eq(0)]
+                                 used[q].bit_select(fetch_index, 1).eq(0),
+                                 paths[q][fetch_index].eq(ev_path(lay, spare_rd.data))]
         with m.Elif(self.load.valid & (ld.op == LoadOp.CLEAR)):
             for q in range(Q):
                 with m.If(ld.qp == q):
@@ -353,6 +395,7 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.If(ld.qp == q):
                     m.d.sync += [good[q].bit_select(ld.index, 1).eq(1),
+                                 paths[q][ld.index].eq(ev_path(lay, ld.ev)),
                                  used[q].bit_select(ld.index, 1).eq(0),
                                  denied[q].bit_select(ld.index, 1).eq(0),
                                  bad[q].bit_select(ld.index, 1).eq(0),
@@ -367,9 +410,16 @@ class SprayScheduler(wiring.Component):
                     is_denied = denied[q].bit_select(up.index, 1)
                     # The reliability engine may not retire a QP's last GOOD EV with no spare to
                     # take its place: the QP could never send again, nor get the news back.
-                    last_one = (~up.management & (up.state == EvState.ASSUMED_BAD)
-                                & (Array(spares[q])[up_plane] == 0)
-                                & ~(good[q] & ~(Const(1, E) << up.index)[:E]).any())
+                    no_spare = Array(spares[q])[up_plane] == 0
+                    rest = good[q] & ~(Const(1, E) << up.index)[:E]
+                    last_one = (~up.management & (up.state == EvState.ASSUMED_BAD) & no_spare
+                                & ~rest.any())
+                    # With ``path``, the other GOOD entries on its path go too, if that leaves
+                    # a GOOD EV or a spare.
+                    same = Cat(*[paths[q][i] == paths[q][up.index] for i in range(E)])
+                    siblings = Signal(E, name=f"siblings_q{q}")
+                    m.d.comb += siblings.eq(Mux(up.path & (~no_spare | (rest & ~same).any()),
+                                                rest & same, 0))
                     refuse = ((up.index >= size[q]) | last_one
                               | (~up.management & (is_denied | (up.state == EvState.DENIED))))
                     bit = lambda s, q=q: s[q].bit_select(up.index, 1)  # noqa: E731
@@ -383,6 +433,8 @@ class SprayScheduler(wiring.Component):
                     with m.Elif(up.state == EvState.DENIED):
                         m.d.sync += [bit(good).eq(0), bit(denied).eq(1), bit(bad).eq(0)]
                     with m.Else():   # ASSUMED_BAD
+                        m.d.sync += [good[q].eq(good[q] & ~siblings),
+                                     bad[q].eq(bad[q] | siblings)]
                         for p in range(P):
                             with m.If(up_plane == p):
                                 with m.If(spares[q][p] != 0):

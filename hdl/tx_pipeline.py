@@ -83,6 +83,7 @@ class TxPipeline(wiring.Component):
     ev_view_qp, ev_view_index : In; ev_view_state : Out(EvState), that profile entry's state
     peer : In(stream {qp, planes}), always ready: the planes a QP's peer can receive on (the
         spray scheduler's)
+    hold : In, each QP's paths the spray scheduler should pass over (the reliability engine's)
     """
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
@@ -90,7 +91,7 @@ class TxPipeline(wiring.Component):
         self._width = check_width(width)
         self._qps, self._planes = qps, planes
         self._seg = Segmenter(qps)
-        self._spray = SprayScheduler(qps, evs, planes, backups)
+        self._spray = SprayScheduler(qps, evs, planes, backups, spines)
         self._build = HeaderBuilder(width, qps)
         self._acks = AckBuilder(width, qps)
         self._icrc = IcrcInserter(width)
@@ -120,6 +121,7 @@ class TxPipeline(wiring.Component):
             "probed": Out(stream.Signature(data.StructLayout({
                 "qp": range(qps), "index": range(evs), "ev": 32}), always_ready=True)),
             "bad_qp": In(range(qps)), "bad": Out(evs),
+            "hold": In(spray_sig["hold"].shape),
             "gate_qp": Out(range(qps)), "gate_psn": Out(24), "gate_length": Out(13),
             "gate_open": In(1), "gate_take": Out(1), "gate_ready": In(qps),
             "timestamp": Out(16),
@@ -159,7 +161,7 @@ class TxPipeline(wiring.Component):
             srv6.src_ip.eq(self.src_ip), spray.port_ready.eq(self.port_ready),
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
-            spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad),
+            spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad), spray.hold.eq(self.hold),
             spray.view_qp.eq(self.ev_view_qp), spray.view_index.eq(self.ev_view_index),
             self.ev_view_state.eq(spray.view_state),
         ]

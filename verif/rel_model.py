@@ -61,6 +61,7 @@ class Congestion:
 class Outcome:
     """What one piece of feedback (or a timeout) makes the sender do, in order."""
     ev_updates: list = field(default_factory=list)     # (qp, index, EvState)
+    paths: list = field(default_factory=list)          # (qp, index): that entry's whole path
     completions: list = field(default_factory=list)    # wr_id, in order
     retransmits: list = field(default_factory=list)    # (qp, psn, avoided index)
 
@@ -78,6 +79,7 @@ class _Qp:
     srtt: int | None = None
     rttvar: int = 0
     congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
+    hold: int | None = None   # held since a first hole: until high is ``reorder`` past this
 
 
 @dataclass
@@ -182,8 +184,9 @@ class Sender:
             if p not in s.pend and gbn:
                 self._retransmit(qp, s, p, cause, o)
             elif p not in s.pend and p in s.out:
-                # A SACK hole blames its path: the entry SKIP, or ASSUMED_BAD if the path
-                # lost one before and nothing arrived on it since (it stays suspect).
+                # A SACK hole blames its path: the entry SKIP and the path suspect (and
+                # held), or, if the path lost one before and nothing arrived on it since, the
+                # whole path ASSUMED_BAD (it stays suspect).
                 r = self._record(s, p)
                 if r is not None:
                     # (not while the QP sees congestion: a full queue loses packets too)
@@ -192,9 +195,22 @@ class Sender:
                     self.suspect[qp].add(path)
                     o.ev_updates.append((qp, r.index,
                                          EvState.ASSUMED_BAD if bad else EvState.SKIP))
+                    if bad:
+                        o.paths.append((qp, r.index))
+                    else:
+                        s.hold = s.nxt
                     self.counters["ev_bad" if bad else "ev_skip"] += 1
                 self._retransmit(qp, s, p, cause, o)
             p = (p + 1) % PSN_MOD
+
+    def held(self, qp: int) -> set:
+        """The paths QP ``qp``'s new packets keep off now (the tracker's ``hold``): its suspect
+        paths, from a first hole until the highest PSN known to have arrived is ``reorder``
+        past every packet sent by then; none while it sees congestion."""
+        s = self.q[qp]
+        if s.hold is not None and self.reorder <= self._d(s.high, s.hold) < PSN_MOD // 2:
+            s.hold = None
+        return set() if s.hold is None or s.congested else set(self.suspect[qp])
 
     def _retransmit(self, qp, s, p, cause, o):
         o.retransmits.append((qp, p, self._record(s, p).index))

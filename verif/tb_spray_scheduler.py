@@ -6,6 +6,7 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
 
+from mrcnic.evmap import EvLayout
 from mrcnic.hdl.spray_scheduler import EvState, LoadOp, SprayScheduler
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.tbkit import params, setup, sink, source
@@ -42,9 +43,9 @@ class Tb:
             encode(self.lay["load"], dict(qp=q, index=plane, ev=ev, op=LoadOp.SPARE))))
         await self.load.wait()
 
-    async def update(self, q, i, state, management=0):
-        await self.upd.send(AxiStreamFrame(
-            encode(self.lay["update"], dict(qp=q, index=i, state=state, management=management))))
+    async def update(self, q, i, state, management=0, path=0):
+        await self.upd.send(AxiStreamFrame(encode(self.lay["update"], dict(
+            qp=q, index=i, state=state, management=management, path=path))))
         await self.upd.wait()
         await ClockCycles(self.dut.clk, 3)
 
@@ -182,3 +183,110 @@ async def spray_follows_the_rules(dut):
     ignored = int(dut.ignored.value)
     await tb.update(1, small, EvState.SKIP)
     assert int(dut.ignored.value) == ignored + 1, "an update beyond the cleared profile went in"
+
+
+@cocotb.test()
+async def held_paths_wait_and_a_dead_path_goes_whole(dut):
+    """A QP's entries on a held path are passed over while another is usable, and used when
+    none is; ASSUMED_BAD with ``path`` retires every GOOD entry on that path, unless nothing
+    would be left; a spare brings its own path to the entry it takes."""
+    p = params()
+    rng = random.Random(p["seed"])
+    P, Q = p["planes"], p["qps"]
+    lay = EvLayout(P, 4)
+    await setup(dut)
+    dut.port_ready.value = (1 << P) - 1
+    tb = Tb(dut, p, rng)
+    # Entry i on plane i % P and spine (i // P) % 4, so each path has several entries.
+    for q in range(Q):
+        tb.profile[q] = [lay.make(i % P, (i // P) % 4, rng.getrandbits(32))
+                         for i in range(tb.size)]
+    await tb.load_all()
+
+    def path_of(q, i):
+        return lay.path(tb.profile[q][i])
+
+    def hold(q, held):
+        dut.hold.value = sum(1 << (q * lay.paths + x) for x in held)
+
+    def view(q, i):
+        dut.view_qp.value, dut.view_index.value = q, i
+
+    async def states(q):
+        out = []
+        for i in range(tb.size):
+            view(q, i)
+            await ClockCycles(dut.clk, 1)
+            out.append(EvState(int(dut.view_state.value)))
+        return out
+
+    # A held path's entries wait; the other QP does not see QP 0's hold.
+    dead = path_of(0, 0)
+    on_dead = [i for i in range(tb.size) if path_of(0, i) == dead]
+    assert len(on_dead) >= 2, "the profile should put two entries on a path"
+    hold(0, {dead})
+    await ClockCycles(dut.clk, 2)
+    gs = await tb.grants([0, 1], 16 * tb.size)
+    used0 = {g["index"] for g in gs if g["qp"] == 0}
+    used1 = {g["index"] for g in gs if g["qp"] == 1}
+    assert not used0 & set(on_dead), f"QP 0 sprayed on held path {dead}: {used0 & set(on_dead)}"
+    assert used0 == set(range(tb.size)) - set(on_dead), f"QP 0 left out {set(range(tb.size)) - used0}"
+    assert used1 == set(range(tb.size)), "QP 1 was held by QP 0's hold"
+    # Every path held: nothing else is usable, so the hold is not taken.
+    hold(0, range(lay.paths))
+    await ClockCycles(dut.clk, 2)
+    gs = await tb.grants([0], 8 * tb.size)
+    assert {g["index"] for g in gs} == set(range(tb.size)), "a QP with every path held stalled"
+    hold(0, ())
+    await ClockCycles(dut.clk, 2)
+
+    # A dead path goes whole: one update retires every GOOD entry on it, no other.
+    await tb.update(0, on_dead[0], EvState.ASSUMED_BAD, path=1)
+    for i in on_dead:
+        tb.state[0][i] = EvState.ASSUMED_BAD
+    got = await states(0)
+    assert got == tb.state[0], f"after retiring path {dead}: {got}, expected {tb.state[0]}"
+    gs = await tb.grants([0], 8 * tb.size)      # grants() checks none is on the retired path
+    assert {g["index"] for g in gs} == set(range(tb.size)) - set(on_dead)
+    for i in on_dead:
+        await tb.update(0, i, EvState.GOOD)
+        tb.state[0][i] = EvState.GOOD
+
+    # Unless it would leave the QP nothing: with only one path GOOD and no spare, only the
+    # entry named goes.
+    q = 1
+    keep = [i for i in range(tb.size) if path_of(q, i) == path_of(q, 0)]
+    for i in set(range(tb.size)) - set(keep):
+        await tb.update(q, i, EvState.DENIED, management=1)
+        tb.state[q][i] = EvState.DENIED
+    ignored = int(dut.ignored.value)
+    await tb.update(q, keep[0], EvState.ASSUMED_BAD, path=1)
+    tb.state[q][keep[0]] = EvState.ASSUMED_BAD
+    assert int(dut.ignored.value) == ignored
+    got = await states(q)
+    assert got == tb.state[q], f"a path-wide retirement left QP {q} with {got}"
+    await tb.grants([q], 4 * tb.size)
+    await tb.update(q, keep[0], EvState.GOOD)
+    tb.state[q][keep[0]] = EvState.GOOD
+    for i in set(range(tb.size)) - set(keep):
+        await tb.update(q, i, EvState.GOOD, management=1)
+        tb.state[q][i] = EvState.GOOD
+
+    # A spare takes its own path to the entry: held on the spare's path, not the old one.
+    q, i = 0, 1
+    old = path_of(q, i)
+    spare = lay.make(i % P, (((i // P) % 4) + 1) % 4, rng.getrandbits(32))
+    await tb.add_spare(q, i % P, spare)
+    await tb.update(q, i, EvState.ASSUMED_BAD)
+    tb.profile[q][i] = spare
+    new = path_of(q, i)
+    assert new != old
+    hold(q, {new})
+    await ClockCycles(dut.clk, 2)
+    gs = await tb.grants([q], 8 * tb.size)
+    assert i not in {g["index"] for g in gs}, "the spare's path was held, yet it was used"
+    hold(q, {old})
+    await ClockCycles(dut.clk, 2)
+    gs = await tb.grants([q], 8 * tb.size)
+    assert i in {g["index"] for g in gs}, "the entry was held on the path of the EV it lost"
+    hold(q, ())
