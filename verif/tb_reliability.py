@@ -812,9 +812,6 @@ async def a_path_that_keeps_losing_is_retired(dut):
     def uses(q, psns):
         return _uses(rig, q, psns)
 
-    def next_use(px, i):
-        return _next_use(px, i, N)
-
     def hole_at(q, psns, px, i, what):
         return _hole_at(rig, q, psns, px, i, what)
 
@@ -825,7 +822,7 @@ async def a_path_that_keeps_losing_is_retired(dut):
     await rig.send_new(N)
     ix = uses(q, psns)
     px = _paths(rig, q, ix)
-    a, b = _two_holes(px, N)
+    a, b = _path_uses(px, N, 2)
     on_path = {i for i, ev in enumerate(profile) if rig.cfg.layout.path(ev) == px[a]}
     assert {ix[a], ix[b]} <= on_path, on_path
     out = await hole_at(q, psns, px, a, "first hole")
@@ -860,16 +857,7 @@ async def a_path_that_keeps_losing_is_retired(dut):
     ix = uses(q, psns)
     px = _paths(rig, q, ix)
 
-    def three_uses(i):
-        """i, then its path's next two uses: the first past i's five arrivals, the second
-        with five arrivals of its own on other paths; or None."""
-        d = next_use(px, i)
-        e = None if d is None else next_use(px, d)
-        if e is not None and _alone(px, i) and d > i + 6 and _alone(px, e) and e + 6 < N:
-            return i, d, e
-        return None
-
-    c, d, e = next(t for t in map(three_uses, range(1, N)) if t)
+    c, d, e = _path_uses(px, N, 3)         # c and e lost, d between them arrives
     out = await hole_at(q, psns, px, c, "first hole")
     assert (q, ix[c], EvState.SKIP) in out.ev_updates, out.ev_updates
     await rig.expect(out, "the first hole")
@@ -911,13 +899,17 @@ def _hole_at(rig, q, psns, px, i, what):
     return rig.sack(q, psns[i], bitmap=0b11111, offset=1, trig=psns[i + 5])
 
 
-def _two_holes(px, n):
-    """Two relative PSNs a < b on one path, each with five arrivals after it on others."""
-    def fits(a):
-        b = _next_use(px, a, n)
-        return b is not None and _alone(px, a) and b > a + 6 and _alone(px, b) and b + 6 < n
-    a = next(i for i in range(1, n - 20) if fits(i))
-    return a, _next_use(px, a, n)
+def _path_uses(px, n, count):
+    """The first run of count uses a < ... of one path below n: a and the last with five
+    arrivals after each on other paths, the second more than six PSNs after a."""
+    for a in range(1, n):
+        run = [a]
+        while len(run) < count and (j := _next_use(px, run[-1], n)) is not None:
+            run.append(j)
+        if (len(run) == count and _alone(px, a) and run[1] > a + 6 and _alone(px, run[-1])
+                and run[-1] + 6 < n):
+            return tuple(run)
+    raise AssertionError(f"no path has {count} uses with room around them: {px}")
 
 
 @cocotb.test()
@@ -932,7 +924,7 @@ async def congestion_keeps_a_hole_from_retiring_its_path(dut):
     await rig.send_new(N)
     ix = _uses(rig, q, psns)
     px = _paths(rig, q, ix)
-    a, b = _two_holes(px, N)
+    a, b = _path_uses(px, N, 2)
     out = await rig.nack(q, psns[0], wire.NackReason.TRIMMED_LASTHOP)
     await rig.expect(out, "a last-hop trim")
     out = await _hole_at(rig, q, psns, px, a, "first hole")
