@@ -52,6 +52,11 @@ class HeaderBuilder(wiring.Component):
     header beats hide the memory latency. A read that fails sends nothing: the packet's beats are
     drained and an error completion (MEMORY) leaves instead.
 
+    Each request taken has its EV already, so ``prefetch`` is as many packets committed to
+    their paths before they leave: it should cover the memory latency and no more. Two cover
+    a read latency up to one packet's beats; each more packet ahead adds its time on the wire
+    to the time a dead path still gets packets after its loss is seen, and to every RTT.
+
     Attributes
     ----------
     req : In(stream build_request_layout)
@@ -64,10 +69,16 @@ class HeaderBuilder(wiring.Component):
     src_mac : In(48), src_ip : In(128): this NIC's addresses.
     timestamp : Out(16): the free-running counter TSETH carries.
     frames, mem_errors : Out(32)
+
+    Parameters
+    ----------
+    width, qps; prefetch : packets taken ahead of the one leaving (at least 1).
     """
 
-    def __init__(self, width=64, qps=16, prefetch=4):
+    def __init__(self, width=64, qps=16, prefetch=2):
         self._width = check_width(width)
+        if not isinstance(prefetch, int) or prefetch < 1:
+            raise ValueError(f"prefetch must be a positive integer, not {prefetch!r}")
         self._qps = qps
         self._prefetch = prefetch
         super().__init__({

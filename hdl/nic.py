@@ -52,7 +52,8 @@ class Nic(wiring.Component):
 
     Parameters
     ----------
-    width, qps, evs, planes, spines, templates, max_usids, backups : as :class:`TxPipeline`.
+    width, qps, evs, planes, spines, templates, max_usids, backups, prefetch : as
+        :class:`TxPipeline`.
     window, messages, max_frame, rx_timeout, max_segments : as :class:`RxPipeline` (its
         ``timeout`` is ``rx_timeout``); ``window`` is the send window too.
 
@@ -70,8 +71,8 @@ class Nic(wiring.Component):
     """
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
-                 backups=4, window=256, messages=512, max_frame=9600, rx_timeout=1024,
-                 max_segments=4):
+                 backups=4, prefetch=2, window=256, messages=512, max_frame=9600,
+                 rx_timeout=1024, max_segments=4):
         if not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")
         if max_usids > by_name("tpl.count").max_value:
@@ -84,7 +85,8 @@ class Nic(wiring.Component):
                 raise ValueError(f"register {path} accepts up to {by_name(path).max_value}, "
                                  f"{enum.__name__} goes up to {top}")
         self._params = dict(width=width, qps=qps, evs=evs, planes=planes, spines=spines,
-                            templates=templates, max_usids=max_usids, backups=backups)
+                            templates=templates, max_usids=max_usids, backups=backups,
+                            prefetch=prefetch)
         self._tx = TxPipeline(**self._params)
         self._rx = RxPipeline(width, planes, qps, window, messages, max_frame, rx_timeout,
                               max_segments)

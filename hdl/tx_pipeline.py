@@ -53,7 +53,8 @@ class TxPipeline(wiring.Component):
 
     Parameters
     ----------
-    width, qps, evs (largest EV profile), planes, spines, templates, max_usids, backups.
+    width, qps, evs (largest EV profile), planes, spines, templates, max_usids, backups;
+    prefetch : as :class:`HeaderBuilder` (data packets granted their EV ahead of the wire).
 
     Attributes
     ----------
@@ -87,12 +88,12 @@ class TxPipeline(wiring.Component):
     """
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
-                 backups=4):
+                 backups=4, prefetch=2):
         self._width = check_width(width)
         self._qps, self._planes = qps, planes
         self._seg = Segmenter(qps)
         self._spray = SprayScheduler(qps, evs, planes, backups, spines)
-        self._build = HeaderBuilder(width, qps)
+        self._build = HeaderBuilder(width, qps, prefetch)
         self._acks = AckBuilder(width, qps)
         self._icrc = IcrcInserter(width)
         self._srv6 = Srv6Encapsulator(width, templates, max_usids, EvLayout(planes, spines))
