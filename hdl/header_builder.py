@@ -72,7 +72,8 @@ class HeaderBuilder(wiring.Component):
 
     Parameters
     ----------
-    width, qps; prefetch : packets taken ahead of the one leaving (at least 1).
+    width, qps; prefetch : requests held, the one leaving included (at least 1; with 1 each
+        payload is read only once the packet before has left).
     """
 
     def __init__(self, width=64, qps=16, prefetch=2):

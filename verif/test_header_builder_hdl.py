@@ -13,3 +13,9 @@ def test_header_builder(width):
                       {"width": width, "qps": 4}, f"header_builder_w{width}")
     harness.run(b, "mrcnic.verif.tb_header_builder",
                 {"qps": 4, "seed": width, "count": 60, "gap": 0.2, "backpressure": 0.2})
+
+
+@pytest.mark.parametrize("prefetch", [0, -1, 2.0, None])
+def test_prefetch_must_be_a_positive_integer(prefetch):
+    with pytest.raises(ValueError, match="prefetch must be a positive integer"):
+        HeaderBuilder(64, 4, prefetch)
