@@ -99,9 +99,10 @@ class HeaderBuilder(wiring.Component):
         layout = build_request_layout(self._qps)
         m.d.sync += self.timestamp.eq(self.timestamp + 1)
 
-        # Issue the payload read at once; the request waits in order for its data.
-        m.submodules.pending = pending = fifo.SyncFIFOBuffered(width=layout.size,
-                                                               depth=self._prefetch)
+        # Issue the payload read at once; the request waits in order for its data. (A plain
+        # FIFO: the buffered one keeps one entry in its output register, and at depth 2 the
+        # rest is a one-entry queue with zero-width pointers.)
+        m.submodules.pending = pending = fifo.SyncFIFO(width=layout.size, depth=self._prefetch)
         rq = self.req.payload
         m.d.comb += [
             self.mem.req.payload.addr.eq(rq.pkt.laddr),
