@@ -109,7 +109,8 @@ class RetransmitTracker(wiring.Component):
     Congestion control (NSCC's four cases, on each accepted SACK, its RTT sample against
     ``target_rtt``; ECN is a SACK with m = SKIP_ONCE): no ECN and RTT below the target: the
     window grows by (target - RTT) x ``cc_gain`` / 16 bytes; no ECN, RTT at or above it: by
-    ``cc_fair`` bytes; ECN and RTT at or above: it shrinks by its 2^-``cc_md``; ECN and RTT
+    ``cc_fair`` bytes; ECN and RTT at or above: it shrinks by its 2^-``cc_md``, at most once a
+    round trip (not again until a SACK for a packet sent after the last decrease); ECN and RTT
     below: no change. A NACK TRIMMED or TRIMMED_LASTHOP for an outstanding packet halves it, as a
     loss does TCP's: a trim is a full queue, and the last hop marks no ECN, so in an incast it
     is the only word of congestion there, and the queue must drain. It stays within
@@ -365,6 +366,13 @@ class RetransmitTracker(wiring.Component):
             with m.Elif((past >= self.reorder) & ~past[-1]):
                 m.d.sync += holding[q].eq(0)
 
+        # NSCC's multiplicative decrease, at most once a round trip: after one, marks on
+        # packets sent before it (below ``cut_psn``) answer the window it replaced. Without
+        # this, a run of marks after a path dies takes the window down by its 2^-cc_md per
+        # SACK, to a fraction of a BDP in a few microseconds.
+        cutting = Signal(Q)
+        cut_psn = [Signal(PSN_BITS, name=f"cut_psn_q{q}") for q in range(Q)]
+
         # Bit changes the FSM makes this cycle, to QP f_q.
         f_q = Signal(range(Q))
         f_out_clr, f_pend_clr, f_pend_set = Signal(W), Signal(W), Signal(W)
@@ -437,7 +445,7 @@ class RetransmitTracker(wiring.Component):
                                          high[q].eq(self.init.payload.psn),
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
                                          suspect[q].eq(0), congested[q].eq(0), holding[q].eq(0),
-                                         flight[q].eq(0), last_rtt[q].eq(0)]
+                                         cutting[q].eq(0), flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
                     m.d.sync += [
@@ -535,6 +543,10 @@ class RetransmitTracker(wiring.Component):
                     # NSCC: ECN (m = SKIP_ONCE) and the RTT against the target.
                     ecn = f_m == wire.SackMark.SKIP_ONCE
                     below = sample < self.target_rtt
+                    # The packet that triggered this SACK left at or after the last cut.
+                    after_cut = ((c_nxt - f_trig)[:PSN_BITS]
+                                 <= (c_nxt - Array(cut_psn)[cq])[:PSN_BITS])
+                    may_cut = ~cutting.bit_select(cq, 1) | after_cut
                     c_cwnd = Array(cwnd)[cq]
                     grown = Signal(CWND_BITS + 2)
                     with m.If(~ecn & below):
@@ -542,7 +554,7 @@ class RetransmitTracker(wiring.Component):
                             c_cwnd + (((self.target_rtt - sample)[:TIME_BITS] * self.cc_gain) >> 4))
                     with m.Elif(~ecn):
                         m.d.comb += grown.eq(c_cwnd + self.cc_fair)
-                    with m.Elif(~below):
+                    with m.Elif(~below & may_cut):
                         m.d.comb += grown.eq(c_cwnd - (c_cwnd >> self.cc_md))
                     with m.Else():
                         m.d.comb += grown.eq(c_cwnd)
@@ -568,6 +580,10 @@ class RetransmitTracker(wiring.Component):
                             m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
                             with m.If(~ecn & below):
                                 m.d.sync += congested[q].eq(0)
+                            with m.If(ecn & ~below & may_cut):
+                                m.d.sync += [cutting[q].eq(1), cut_psn[q].eq(c_nxt)]
+                            with m.Elif(after_cut):
+                                m.d.sync += cutting[q].eq(0)
                             with m.If(~have_rtt[q]):
                                 m.d.sync += [srtt[q].eq(sample), rttvar[q].eq(sample >> 1),
                                              have_rtt[q].eq(1)]

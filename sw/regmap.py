@@ -200,7 +200,7 @@ def _rel_registers():
            "(target - RTT) x cc_gain / 16 bytes."),
         _r("rel", "cc_md", 0x728, 4, "RW", 3,
            "Multiplicative decrease: a SACK with ECN and an RTT at or above the target takes "
-           "cwnd / 2^cc_md off."),
+           "cwnd / 2^cc_md off, at most once a round trip."),
         _r("rel", "rcv_wnd", 0x7A8, 24, "RW", 0,
            "Payload bytes the peer's port can have in flight to it at the target delay: a SACK "
            "with rcv_cwnd_pen n of 2 or more holds the QP's window to rcv_wnd / n, and no less "

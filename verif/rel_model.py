@@ -37,15 +37,16 @@ class Congestion:
     md_shift: int = 3
     rcv_wnd: int = 0
 
-    def next(self, cwnd: int, ecn: bool, rtt: int, pen: int = 0) -> int:
-        """The window after a SACK: NSCC's four cases, then no more than the receiver's share
-        its ``rcv_cwnd_pen`` ``pen`` gives, when the receiver is shared (``pen`` 2 or more)."""
+    def next(self, cwnd: int, ecn: bool, rtt: int, pen: int = 0, may_cut: bool = True) -> int:
+        """The window after a SACK: NSCC's four cases (the decrease only if ``may_cut``), then
+        no more than the receiver's share its ``rcv_cwnd_pen`` ``pen`` gives, when the receiver
+        is shared (``pen`` 2 or more)."""
         below = rtt < self.target_rtt
         if not ecn and below:
             cwnd += (self.target_rtt - rtt) * self.gain >> 4      # proportional increase
         elif not ecn:
             cwnd += self.fair                                      # fair increase
-        elif not below:
+        elif not below and may_cut:
             cwnd -= cwnd >> self.md_shift                          # multiplicative decrease
         top = self.cwnd_max
         if self.rcv_wnd and pen >= 2:
@@ -80,6 +81,7 @@ class _Qp:
     rttvar: int = 0
     congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
     hold: int | None = None   # held since a first hole: until high is ``reorder`` past this
+    cut: int | None = None    # the first PSN sent after the last decrease, until SACKed past
 
 
 @dataclass
@@ -132,19 +134,26 @@ class Sender:
         both = port_ready & self.peer[qp]
         return both or port_ready
 
-    def sample(self, qp: int, ecn: bool, rtt: int, pen: int = 0):
+    def sample(self, qp: int, trig: int, ecn: bool, rtt: int, pen: int = 0):
         """An accepted SACK's RTT sample: the smoothed RTT as TCP keeps it, and NSCC's window
-        (``pen``: its rcv_cwnd_pen)."""
+        (``trig``: the PSN that triggered it; ``pen``: its rcv_cwnd_pen). The window is cut at
+        most once a round trip: not for a packet sent before the last cut."""
         s = self.q[qp]
+        after = s.cut is not None and self._d(s.nxt, trig) <= self._d(s.nxt, s.cut)
+        may_cut = s.cut is None or after
         if s.srtt is None:
             s.srtt, s.rttvar = rtt, rtt >> 1
         else:
             err = rtt - s.srtt
             s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
             s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
-        s.cwnd = self.cc.next(s.cwnd, ecn, rtt, pen)
+        s.cwnd = self.cc.next(s.cwnd, ecn, rtt, pen, may_cut)
         if not ecn and rtt < self.cc.target_rtt:
             s.congested = False
+        if ecn and rtt >= self.cc.target_rtt and may_cut:
+            s.cut = s.nxt
+        elif after:
+            s.cut = None
 
     def can_send(self, qp: int, psn: int) -> bool:
         """Whether QP ``qp``'s next new packet, PSN ``psn``, may leave now."""
@@ -255,7 +264,7 @@ class Sender:
             self.counters["invalid"] += 1         # cack both missing and arrived
             return o
         if rtt is not None:
-            self.sample(qp, m == wire.SackMark.SKIP_ONCE, rtt, pen)
+            self.sample(qp, trig, m == wire.SackMark.SKIP_ONCE, rtt, pen)
         r = self._record(s, trig)
         if r is not None and r.ev == entropy:
             self.suspect[qp].discard(self.layout.path(r.ev))     # one arrived on this path

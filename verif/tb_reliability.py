@@ -458,7 +458,7 @@ async def the_window_follows_nscc(dut):
                 f"the test meant an RTT near {rtt}, the NIC measured {got['rtt']}"
         # The model follows with the sample the NIC took.
         before = rig.model.q[q].cwnd
-        rig.model.sample(q, ecn, got["rtt"], pen)
+        rig.model.sample(q, trig, ecn, got["rtt"], pen)
         assert got["srtt"] == rig.model.q[q].srtt, (got, rig.model.q[q].srtt)
         if pen >= 2:
             share = max(receiver_share(cc.rcv_wnd, pen), cc.cwnd_min)
@@ -516,6 +516,9 @@ async def the_window_follows_nscc(dut):
              for ecn in (False, True) for below in (False, True)}
     assert moved == {(False, True): True, (False, False): True, (True, False): True,
                      (True, True): False}, moves
+    # ... and a mark with the RTT above the target, on a packet sent before the last cut,
+    # that left the window as it was: one cut a round trip.
+    assert any(e and not lo and b == a > cc.cwnd_min for e, lo, b, a in moves), moves
 
 
 @cocotb.test()
