@@ -547,6 +547,8 @@ class RetransmitTracker(wiring.Component):
                     after_cut = ((c_nxt - f_trig)[:PSN_BITS]
                                  <= (c_nxt - Array(cut_psn)[cq])[:PSN_BITS])
                     may_cut = ~cutting.bit_select(cq, 1) | after_cut
+                    cut = Signal()      # this SACK takes the multiplicative decrease
+                    m.d.comb += cut.eq(ecn & ~below & may_cut)
                     c_cwnd = Array(cwnd)[cq]
                     grown = Signal(CWND_BITS + 2)
                     with m.If(~ecn & below):
@@ -554,7 +556,7 @@ class RetransmitTracker(wiring.Component):
                             c_cwnd + (((self.target_rtt - sample)[:TIME_BITS] * self.cc_gain) >> 4))
                     with m.Elif(~ecn):
                         m.d.comb += grown.eq(c_cwnd + self.cc_fair)
-                    with m.Elif(~below & may_cut):
+                    with m.Elif(cut):
                         m.d.comb += grown.eq(c_cwnd - (c_cwnd >> self.cc_md))
                     with m.Else():
                         m.d.comb += grown.eq(c_cwnd)
@@ -580,7 +582,7 @@ class RetransmitTracker(wiring.Component):
                             m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
                             with m.If(~ecn & below):
                                 m.d.sync += congested[q].eq(0)
-                            with m.If(ecn & ~below & may_cut):
+                            with m.If(cut):
                                 m.d.sync += [cutting[q].eq(1), cut_psn[q].eq(c_nxt)]
                             with m.Elif(after_cut):
                                 m.d.sync += cutting[q].eq(0)

@@ -37,21 +37,23 @@ class Congestion:
     md_shift: int = 3
     rcv_wnd: int = 0
 
-    def next(self, cwnd: int, ecn: bool, rtt: int, pen: int = 0, may_cut: bool = True) -> int:
-        """The window after a SACK: NSCC's four cases (the decrease only if ``may_cut``), then
-        no more than the receiver's share its ``rcv_cwnd_pen`` ``pen`` gives, when the receiver
-        is shared (``pen`` 2 or more)."""
+    def next(self, cwnd: int, ecn: bool, rtt: int, pen: int = 0,
+             may_cut: bool = True) -> tuple[int, bool]:
+        """The window after a SACK, and whether it took the multiplicative decrease: NSCC's four
+        cases (the decrease only if ``may_cut``), then no more than the receiver's share its
+        ``rcv_cwnd_pen`` ``pen`` gives, when the receiver is shared (``pen`` 2 or more)."""
         below = rtt < self.target_rtt
+        cut = ecn and not below and may_cut
         if not ecn and below:
             cwnd += (self.target_rtt - rtt) * self.gain >> 4      # proportional increase
         elif not ecn:
             cwnd += self.fair                                      # fair increase
-        elif not below and may_cut:
+        elif cut:
             cwnd -= cwnd >> self.md_shift                          # multiplicative decrease
         top = self.cwnd_max
         if self.rcv_wnd and pen >= 2:
             top = min(top, receiver_share(self.rcv_wnd, pen))
-        return max(min(cwnd, top), self.cwnd_min)
+        return max(min(cwnd, top), self.cwnd_min), cut
 
     def trimmed(self, cwnd: int) -> int:
         """The window after a NACK for a trimmed packet: a full queue, so it halves."""
@@ -147,10 +149,10 @@ class Sender:
             err = rtt - s.srtt
             s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
             s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
-        s.cwnd = self.cc.next(s.cwnd, ecn, rtt, pen, may_cut)
+        s.cwnd, cut = self.cc.next(s.cwnd, ecn, rtt, pen, may_cut)
         if not ecn and rtt < self.cc.target_rtt:
             s.congested = False
-        if ecn and rtt >= self.cc.target_rtt and may_cut:
+        if cut:
             s.cut = s.nxt
         elif after:
             s.cut = None
