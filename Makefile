@@ -9,13 +9,14 @@ JOBS     ?= 2
 TEST     ?=
 ARGS     ?=
 
-.PHONY: all setup test demo sim waves fst-deps bench coverage lint docs clean distclean help
+.PHONY: all setup test regress demo sim waves fst-deps bench coverage lint docs clean distclean help
 
 all: test
 
 help:
 	@echo "make demo              run the main job: an end-to-end MRC simulation (ARGS='--help')"
-	@echo "make test              the whole suite (Verilator builds cached under build/sim)"
+	@echo "make test              the suite: every block and scenario once (builds cached under build/sim)"
+	@echo "make regress           the volume tier too: full-size scenarios, fuzz, fresh seeds (SEED=N replays)"
 	@echo "make sim TEST=NAME     one testbench, e.g. TEST=header_parser or TEST=icrc_inserter"
 	@echo "make waves TEST=NAME   the same with FST waves (WAVES=1 works on any sim verb)"
 	@echo "make bench             figures into build/bench/results.json"
@@ -34,6 +35,11 @@ setup: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --durations=25 verif
+
+# Everything make test runs, plus the tests marked regress; seeds drawn fresh and printed
+# (SEED=N replays a run).
+regress: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) --durations=25 --regress verif
 
 demo: $(STAMP)
 	$(PY) -m mrcnic.verif.demo $(ARGS)

@@ -3,17 +3,26 @@ death, and prints the figures.
 
 Figures go to build/bench/results.json (keys ``<block>_util_w<width>_p<payload bytes>``, the
 line utilisation of tb_line_rate; ``failover_us``, ``failover_rtts`` and
-``fct_inflation_linkdown`` from the two-NIC system) along with how each was measured.
+``fct_inflation_linkdown`` from the two-NIC system; ``system_sim_kcycles_per_s`` and
+``incast_sim_kcycles_per_s``, how fast the simulations themselves run) along with how each was
+measured. ``--baseline DIR`` runs the same two simulations from another checkout (its own
+builds, under DIR/build) and reports their speed beside ours.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from mrcnic.verif import builds, harness
+from mrcnic.verif.tbkit import CLOCK_NS
 
 BLOCKS = {"system": ("system", builds.nic_system),
           "incast": ("incast", builds.incast_system),
@@ -59,10 +68,72 @@ INCAST_HOW = ("eight NICs (verif/tb_system.py, scenario incast), NICs 1-7 each w
               "bytes)")
 
 
-def _incast(b, results):
+SPEED_HOW = ("system_sim_kcycles_per_s: simulated NIC clock cycles (250 MHz) per wall-clock "
+             "second of the two-NIC linkdown bench run (seed {seed}), from cocotb's results.xml "
+             "(simulated time / the test's real time: the Verilator build excluded); "
+             "incast_sim_kcycles_per_s: the same for the eight-NIC incast bench run")
+
+
+def sim_kcycles_per_s(run: Path) -> tuple[float, float, float]:
+    """(thousands of simulated clock cycles per wall second, simulated us, wall s) of the cocotb
+    run in ``run``, from its results.xml."""
+    case = ET.parse(run / "results.xml").find(".//testcase")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    sim_ns, wall = float(props["sim_time_duration"]), float(case.get("time"))
+    return sim_ns / CLOCK_NS / wall / 1000, sim_ns / 1000, wall
+
+
+#: What the baseline checkout runs: the same scenarios through its own harness and builds.
+_BASELINE = """
+import json, sys
+from mrcnic.verif import builds, harness
+from mrcnic.verif.tbkit import CLOCK_NS
+which, seed, options = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+if which == "incast":
+    b, params = builds.incast_system(64), builds.system_params(64, "incast", seed, options, pcaps=False)
+else:
+    b, params = builds.nic_system(64, 2), builds.system_params(64, "linkdown", seed, options, pcaps=False)
+print(harness.run(b, "mrcnic.verif.tb_system", params, tag="bench_speed_" + which))
+"""
+
+
+def baseline_speed(checkout: Path, which: str, seed: int, options: dict) -> tuple:
+    """The simulation speed of another checkout of this project on the same scenario: its
+    mrcnic package is made importable from a folder of links, ahead of ours."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = Path(tmp) / "mrcnic"
+        pkg.mkdir()
+        for f in (checkout / "sw").iterdir():
+            (pkg / f.name).symlink_to(f)
+        for sub in ("hdl", "verif", "boards"):
+            (pkg / sub).symlink_to(checkout / sub)
+        env = {**os.environ, "PYTHONPATH": tmp, "MRCNIC_BUILD": str(checkout / "build")}
+        r = subprocess.run([sys.executable, "-c", _BASELINE, which, str(seed), json.dumps(options)],
+                           env=env, capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"the baseline at {checkout} failed:\n{r.stdout[-2000:]}"
+                               f"\n{r.stderr[-3000:]}")
+        return sim_kcycles_per_s(Path(r.stdout.strip().splitlines()[-1]))
+
+
+def _speed(results, key, run, baseline, which, seed, options):
+    kc, sim_us, wall = sim_kcycles_per_s(run)
+    results[key] = round(kc, 3)
+    print(f"{key:<28} {kc:.2f}   ({sim_us:.1f} us simulated in {wall:.1f} s)")
+    if baseline is not None:
+        bkc, bsim, bwall = baseline_speed(baseline, which, seed, options)
+        results[f"{key}_baseline"] = round(bkc, 3)
+        results[f"{key}_speedup"] = round(kc / bkc, 3)
+        print(f"{key + '_baseline':<28} {bkc:.2f}   ({bsim:.1f} us simulated in {bwall:.1f} s by "
+              f"{baseline}); speedup {kc / bkc:.2f}x (goal >= 3)")
+
+
+def _incast(b, results, baseline=None):
     run = harness.run(b, "mrcnic.verif.tb_system",
                       builds.system_params(64, "incast", INCAST_SEED, INCAST_OPTIONS,
                                            pcaps=False), tag="bench_incast")
+    _speed(results, "incast_sim_kcycles_per_s", run, baseline, "incast", INCAST_SEED,
+           INCAST_OPTIONS)
     r = json.loads((run / "results.json").read_text())
     v = r["victim"]
     results["incast_victim_share"] = round(v["share"], 4)
@@ -74,20 +145,24 @@ def _incast(b, results):
 
 def _linkdown(b, seed):
     """The clean and link-down runs of one seed: (failover us, its RTTs, FCT inflation, the
-    link-down run's results, the clean run's)."""
-    runs = {}
+    link-down run's results, the clean run's, the link-down run's directory)."""
+    runs, dirs = {}, {}
     for scenario in ("clean", "linkdown"):
-        run = harness.run(b, "mrcnic.verif.tb_system",
-                          builds.system_params(64, scenario, seed, SYSTEM_OPTIONS, pcaps=False),
-                          tag=f"bench_{scenario}_{seed}")
-        runs[scenario] = json.loads((run / "results.json").read_text())
+        dirs[scenario] = harness.run(
+            b, "mrcnic.verif.tb_system",
+            builds.system_params(64, scenario, seed, SYSTEM_OPTIONS, pcaps=False),
+            tag=f"bench_{scenario}_{seed}")
+        runs[scenario] = json.loads((dirs[scenario] / "results.json").read_text())
     down, clean = runs["linkdown"], runs["clean"]
     last = down["failover"][0]["last_after_us"] or 0.0
-    return last, last / down["base_rtt_us"], down["fct_us"] / clean["fct_us"], down, clean
+    return (last, last / down["base_rtt_us"], down["fct_us"] / clean["fct_us"], down, clean,
+            dirs["linkdown"])
 
 
-def _system(b, results):
-    last, rtts, inflation, down, clean = _linkdown(b, SYSTEM_SEED)
+def _system(b, results, baseline=None):
+    last, rtts, inflation, down, clean, run = _linkdown(b, SYSTEM_SEED)
+    _speed(results, "system_sim_kcycles_per_s", run, baseline, "system", SYSTEM_SEED,
+           SYSTEM_OPTIONS)
     results["failover_us"] = round(last, 3)
     results["failover_rtts"] = round(rtts, 3)
     results["fct_inflation_linkdown"] = round(inflation, 4)
@@ -101,7 +176,7 @@ def _system(b, results):
     seeds = {SYSTEM_SEED: (rtts, inflation)}
     for seed in SYSTEM_SEEDS:
         if seed not in seeds:
-            _, r, i, _, _ = _linkdown(b, seed)
+            _, r, i, _, _, _ = _linkdown(b, seed)
             seeds[seed] = (r, i)
             print(f"  seed {seed}: failover_rtts {r:.3f}, fct_inflation_linkdown {i:.4f}",
                   flush=True)
@@ -120,7 +195,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="make bench", description=__doc__)
     ap.add_argument("--widths", default="64,512", help="data widths, comma-separated")
     ap.add_argument("--blocks", default=",".join(BLOCKS), help="blocks, comma-separated")
+    ap.add_argument("--baseline", metavar="DIR", type=Path,
+                    help="another checkout of this project: also run the system and incast "
+                         "simulations there and report their speed beside ours")
     args = ap.parse_args(argv)
+    if args.baseline is not None and not (args.baseline / "verif" / "tb_system.py").exists():
+        ap.error(f"--baseline {args.baseline}: not a checkout of this project "
+                 "(no verif/tb_system.py)")
     try:
         widths = [int(w) for w in args.widths.split(",")]
     except ValueError:
@@ -169,7 +250,7 @@ def main(argv=None) -> int:
                 print(f"  ({block} w{w}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
                 continue
             if dut in ("system", "incast"):
-                (_system if dut == "system" else _incast)(b, results)
+                (_system if dut == "system" else _incast)(b, results, args.baseline)
                 print(f"  ({block}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
                 continue
             count = 40 if w == 64 else 100
@@ -185,6 +266,7 @@ def main(argv=None) -> int:
             print(f"  ({block} w{w}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
     results["_how_system"] = SYSTEM_HOW
     results["_how_incast"] = INCAST_HOW
+    results["_how_speed"] = SPEED_HOW.format(seed=SYSTEM_SEED)
     results["_how"] = ("line utilisation: ideal back-to-back cycles of the frames that leave / "
                        "cycles from first beat (tx: first work request) in to last beat out; "
                        "input back-to-back, output never back-pressured (verif/tb_line_rate.py, "

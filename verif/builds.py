@@ -8,6 +8,7 @@ from mrcnic.hdl.nic import Nic
 from mrcnic.hdl.register_bank import RegisterBank
 from mrcnic.hdl.rx_front import RxFront
 from mrcnic.verif import harness
+from mrcnic.verif.prebuilt import Prebuilt
 from mrcnic.verif.toplevel import AxisTop
 
 PARSER_MAX_SEGMENTS = 4
@@ -49,7 +50,7 @@ def nic(width, **config):
     unknown = set(config) - set(NIC_CONFIG)
     if unknown:
         raise ValueError(f"no NIC parameter(s) {sorted(unknown)}")
-    return harness.build(lambda **kw: AxisTop(Nic(**kw, backups=2)),
+    return harness.build(lambda **kw: AxisTop(Prebuilt(Nic, {**kw, "backups": 2}, "mrc_nic")),
                          {"width": width, **NIC_CONFIG, **config}, f"nic_w{width}")
 
 
@@ -65,13 +66,20 @@ def nic_system(width, nics=2, **config):
                          f"nics{nics}_w{width}")
 
 
-#: The incast system: eight NICs, each with a QP and a template for every other.
+#: The full-size incast: eight NICs, each with a QP and a template for every other. Four NICs
+#: (a 3:1 incast) fit NIC_CONFIG, and so share the two-NIC system's NIC module.
 INCAST_NICS = 8
 INCAST_CONFIG = dict(qps=8, templates=8)
 
 
-def incast_system(width):
-    return nic_system(width, INCAST_NICS, **INCAST_CONFIG)
+def incast_config(nics: int) -> dict:
+    """What an incast of ``nics`` NICs changes of NIC_CONFIG: a QP and a template for every
+    other NIC (QP 2 is the probe QP)."""
+    return {} if nics <= min(NIC_CONFIG["templates"], NIC_CONFIG["qps"]) else INCAST_CONFIG
+
+
+def incast_system(width, nics=INCAST_NICS):
+    return nic_system(width, nics, **incast_config(nics))
 
 
 #: The reorder window the NIC is built with by default, which the system testbench is told.
@@ -82,9 +90,10 @@ def system_params(width, scenario, seed, options=None, **extra):
     """The system testbench's parameters (verif/tb_system.py) for ``scenario`` on the build
     :func:`nic_system` (or :func:`incast_system`, for the incast) makes at ``width``;
     ``extra`` adds to them or changes any (e.g. the demo's planes and spines)."""
-    config = INCAST_CONFIG if scenario == "incast" else {}
+    options = options or {}
+    config = incast_config(options.get("hosts", INCAST_NICS)) if scenario == "incast" else {}
     return {"width": width, **NIC_CONFIG, **config, "window": SYSTEM_WINDOW,
-            "scenario": scenario, "seed": seed, "options": options or {}, **extra}
+            "scenario": scenario, "seed": seed, "options": options, **extra}
 
 
 #: The RX front end's configuration, shared by its test and the bench: frames up to 4096 bytes of

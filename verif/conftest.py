@@ -1,11 +1,126 @@
-"""pytest set-up for the testbenches."""
+"""pytest set-up: the two tiers, their seeds, and the order the tests run in.
 
-import re
+``make test`` runs every test not marked ``regress``, each with its own fixed seed: it proves
+every block and scenario once, the same way every time. ``make regress`` (``pytest --regress``)
+runs everything, the volume tier too, with seeds drawn fresh for the run from one run seed that
+it prints; ``SEED=N`` replays a run. A test asks for its seed with the ``seed_for`` fixture and
+for its volume with ``volume``.
 
-# The slowest Verilator builds (512-bit datapaths, whole pipelines) go first, so that the two
-# workers are not left with one long build each at the end of the run.
-_HEAVY = re.compile(r"512|nic|tx_pipeline|rx_front")
+The slowest tests start first, so that the two workers finish together: the order comes from
+the durations the last run recorded (build/test-durations.json), or from those committed in
+verif/test-durations.json on a fresh clone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+BUILD = Path(os.environ.get("MRCNIC_BUILD", HERE.parent / "build"))
+RECORDED = BUILD / "test-durations.json"
+COMMITTED = HERE / "test-durations.json"
+#: what regress multiplies the random frames and transfers of the block tests by
+REGRESS_VOLUME = 4
+
+
+def pytest_addoption(parser):
+    parser.addoption("--regress", action="store_true",
+                     help="the volume tier: the tests marked regress too, and fresh seeds "
+                          "(SEED=N replays a run)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "regress: the volume tier, run by make regress only")
+    regress = config.getoption("--regress")
+    if regress and not os.environ.get("SEED"):
+        # Drawn once, here, before pytest-xdist starts its workers, which inherit it.
+        os.environ["SEED"] = str(random.SystemRandom().randrange(1, 1 << 31))
+    seed = os.environ.get("SEED")
+    if seed is not None and not seed.isdigit():
+        raise pytest.UsageError(f"SEED must be a non-negative integer, not {seed!r}")
+
+
+def pytest_report_header(config):
+    if config.getoption("--regress"):
+        seed = os.environ["SEED"]
+        return [f"regress: run seed {seed} (SEED={seed} make regress replays this run)"]
+    return ["make test: every test with its own fixed seed (make regress draws fresh ones)"]
+
+
+def _regress(config) -> bool:
+    return config.getoption("--regress")
 
 
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: not _HEAVY.search(item.nodeid))
+    if not _regress(config):
+        skip = pytest.mark.skip(reason="volume tier: make regress runs it")
+        for item in items:
+            if "regress" in item.keywords:
+                item.add_marker(skip)
+    known = {}
+    for path in (COMMITTED, RECORDED):     # the recorded ones, where there are any, win
+        try:
+            known.update(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass
+    # Unknown tests are taken as a minute long: a new simulation is rarely quick.
+    items.sort(key=lambda item: -known.get(item.nodeid, 60.0))
+
+
+_DURATIONS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    # (in the controller, under pytest-xdist: the workers' reports reach it)
+    if report.when == "call" and report.passed:
+        _DURATIONS[report.nodeid] = round(report.duration, 1)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Records how long each test took, for the next run's order."""
+    if not _DURATIONS or hasattr(session.config, "workerinput"):
+        return
+    try:
+        old = json.loads(RECORDED.read_text())
+    except (OSError, ValueError):
+        old = {}
+    RECORDED.parent.mkdir(parents=True, exist_ok=True)
+    RECORDED.write_text(json.dumps(old | _DURATIONS, indent=0, sort_keys=True))
+
+
+@pytest.fixture
+def seed_for(request):
+    """``seed_for(default)``: the test's seed: ``default`` under make test; under make regress
+    one drawn from the run seed and the test's name (so that SEED=N replays each test)."""
+    def pick(default: int) -> int:
+        if not _regress(request.config):
+            return default
+        digest = hashlib.sha256(f"{os.environ['SEED']}/{request.node.nodeid}".encode()).digest()
+        seed = int.from_bytes(digest[:4], "big") & 0x7FFF_FFFF
+        request.node.user_properties.append(("seed", seed))
+        return seed
+    return pick
+
+
+@pytest.fixture
+def volume(request) -> int:
+    """How many times its base volume of random traffic a block test sends: 1 under make test,
+    REGRESS_VOLUME under make regress."""
+    return REGRESS_VOLUME if _regress(request.config) else 1
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    seeds = [v for k, v in item.user_properties if k == "seed"]
+    if report.failed and seeds and call.when == "call":
+        report.sections.append(("seed", f"this test's seed: {seeds[-1]} (run seed "
+                                        f"{os.environ.get('SEED')}: SEED={os.environ.get('SEED')} "
+                                        "make regress replays it)"))

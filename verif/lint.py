@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -52,22 +54,30 @@ FLAGS = ["--lint-only", "-Wall", "-Wno-DECLFILENAME", "-Wno-UNUSEDSIGNAL", "-Wno
          "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-PROCASSINIT", "-Wno-CASEINCOMPLETE"]
 
 
-def main() -> int:
+def lint(name: str) -> tuple[str, str]:
+    """(name, Verilator's complaints: empty when clean) of one block."""
     verilator_env()
-    failed = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, make in BLOCKS.items():
-            src = Path(tmp) / f"{name}.v"
-            block = make()
-            src.write_text(verilog.convert(block, name=name, ports=getattr(block, "ports", None),
-                                           emit_src=False))
-            r = subprocess.run(["verilator", *FLAGS, "--top-module", name, str(src)],
-                               capture_output=True, text=True)
-            out = "\n".join(ln for ln in (r.stdout + r.stderr).splitlines()
-                            if ln.startswith("%"))
-            status = "clean" if r.returncode == 0 and not out else "WARNINGS"
-            print(f"verilator lint {name}: {status}")
-            if status != "clean":
+        src = Path(tmp) / f"{name}.v"
+        block = BLOCKS[name]()
+        src.write_text(verilog.convert(block, name=name, ports=getattr(block, "ports", None),
+                                       emit_src=False))
+        r = subprocess.run(["verilator", *FLAGS, "--top-module", name, str(src)],
+                           capture_output=True, text=True)
+    out = "\n".join(ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("%"))
+    if r.returncode and not out:
+        out = f"verilator exited {r.returncode}:\n{r.stderr[-2000:]}"
+    return name, out
+
+
+def main() -> int:
+    # One block per core, the whole NICs (the slowest to convert) first.
+    names = sorted(BLOCKS, key=lambda n: not n.startswith("nic_"))
+    failed = []
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for name, out in pool.map(lint, names):
+            print(f"verilator lint {name}: {'WARNINGS' if out else 'clean'}", flush=True)
+            if out:
                 print(out)
                 failed.append(name)
     if failed:

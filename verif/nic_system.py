@@ -1,10 +1,15 @@
-"""Several NICs side by side in one simulation: each keeps its own ports, under ``nic<i>``."""
+"""Several NICs side by side in one simulation: each keeps its own ports, under ``nic<i>``.
+
+The NICs are one Verilog module instantiated ``nics`` times (verif/prebuilt.py), so Verilator
+compiles the NIC once whatever the number of NICs, and the single-NIC testbenches' build
+(builds.nic) shares its compiled objects."""
 
 from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from mrcnic.hdl.nic import Nic
+from mrcnic.verif.prebuilt import Prebuilt
 
 __all__ = ["NicSystem"]
 
@@ -17,7 +22,7 @@ class NicSystem(wiring.Component):
     def __init__(self, nics=2, **config):
         if not isinstance(nics, int) or nics < 1:
             raise ValueError(f"nics must be a positive integer, not {nics!r}")
-        self._nics = [Nic(**config) for _ in range(nics)]
+        self._nics = [Prebuilt(Nic, config, "mrc_nic") for _ in range(nics)]
         super().__init__({f"nic{i}": Out(n.signature) for i, n in enumerate(self._nics)})
 
     def elaborate(self, platform):

@@ -360,6 +360,7 @@ async def scenario(dut):
     results["failover"] = _failover(sysm, failures, t0)
     sysm.net.close()
     sysm.log(event="done")
+    sysm.progress.close()
     (sysm.out / "results.json").write_text(json.dumps(results))   # for a failed check too
     sc.check(results)
     (sysm.out / "results.json").write_text(json.dumps(results))   # with what the check adds

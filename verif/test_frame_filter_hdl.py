@@ -11,10 +11,10 @@ from mrcnic.verif.toplevel import AxisTop
 
 
 @pytest.mark.parametrize("width", [64])
-def test_frame_filter(width):
+def test_frame_filter(width, seed_for, volume):
     depth = 512 if width == 64 else 128
     b = harness.build(lambda **kw: AxisTop(FrameFilter(kw["width"], unsigned(META_BITS),
                                                        kw["reasons"], kw["depth"])),
                       {"width": width, "reasons": 3, "depth": depth}, f"frame_filter_w{width}")
     harness.run(b, "mrcnic.verif.tb_frame_filter",
-                {"width": width, "reasons": 3, "seed": width, "count": 120})
+                {"width": width, "reasons": 3, "seed": seed_for(width), "count": 120 * volume})

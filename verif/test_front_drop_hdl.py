@@ -11,8 +11,8 @@ CONFIG = {"max_bytes": 160, "unit": 2}
 
 
 @pytest.mark.parametrize("width", [64])
-def test_front_drop(width):
+def test_front_drop(width, seed_for, volume):
     b = harness.build(lambda **kw: AxisTop(FrontDrop(**kw)), {"width": width, **CONFIG},
                       f"front_drop_w{width}")
     harness.run(b, "mrcnic.verif.tb_front_drop",
-                {"width": width, **CONFIG, "seed": width, "count": 150})
+                {"width": width, **CONFIG, "seed": seed_for(width), "count": 150 * volume})

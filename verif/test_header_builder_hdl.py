@@ -8,11 +8,11 @@ from mrcnic.verif.toplevel import AxisTop
 
 
 @pytest.mark.parametrize("width", [64, 512])
-def test_header_builder(width):
+def test_header_builder(width, seed_for, volume):
     b = harness.build(lambda width, qps: AxisTop(HeaderBuilder(width, qps)),
                       {"width": width, "qps": 4}, f"header_builder_w{width}")
     harness.run(b, "mrcnic.verif.tb_header_builder",
-                {"qps": 4, "seed": width, "count": 60, "gap": 0.2, "backpressure": 0.2})
+                {"qps": 4, "seed": seed_for(width), "count": 60 * volume, "gap": 0.2, "backpressure": 0.2})
 
 
 @pytest.mark.parametrize("prefetch", [0, -1, 2.0, None])

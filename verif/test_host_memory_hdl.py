@@ -8,7 +8,8 @@ from mrcnic.verif.toplevel import AxisTop
 
 
 @pytest.mark.parametrize("width", [64, 512])
-def test_host_memory_model(width):
+def test_host_memory_model(width, seed_for, volume):
     b = harness.build(lambda width: AxisTop(MemoryPortProbe(width)), {"width": width},
                       f"memory_probe_w{width}")
-    harness.run(b, "mrcnic.verif.tb_host_memory", {"seed": width, "width": width, "count": 150})
+    harness.run(b, "mrcnic.verif.tb_host_memory",
+                {"seed": seed_for(width), "width": width, "count": 150 * volume})

@@ -11,8 +11,8 @@ CONFIG = {"planes": 3, "max_frame": 2048, "timeout": 40}
 
 
 @pytest.mark.parametrize("width", [64])
-def test_rx_ingress(width):
+def test_rx_ingress(width, seed_for, volume):
     b = harness.build(lambda **kw: AxisTop(RxIngress(**kw)), {"width": width, **CONFIG},
                       f"rx_ingress_w{width}")
     harness.run(b, "mrcnic.verif.tb_rx_ingress",
-                {"width": width, **CONFIG, "seed": width, "count": 150})
+                {"width": width, **CONFIG, "seed": seed_for(width), "count": 150 * volume})

@@ -11,8 +11,8 @@ CONFIGS = {"small": dict(qps=4, evs=16, planes=2, backups=2, size=12),
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
-def test_spray_scheduler(config):
+def test_spray_scheduler(config, seed_for):
     c = CONFIGS[config]
     hw = {k: c[k] for k in ("qps", "evs", "planes", "backups")}
     b = harness.build(lambda **kw: AxisTop(SprayScheduler(**kw)), hw, f"spray_scheduler_{config}")
-    harness.run(b, "mrcnic.verif.tb_spray_scheduler", {**c, "seed": 5})
+    harness.run(b, "mrcnic.verif.tb_spray_scheduler", {**c, "seed": seed_for(5)})

@@ -8,14 +8,14 @@ from mrcnic.verif.toplevel import AxisTop
 
 
 @pytest.mark.parametrize("width", [64, 512])
-def test_packet_reg_slice(width):
+def test_packet_reg_slice(width, seed_for, volume):
     b = harness.build(lambda width: AxisTop(PacketRegSlice(width)), {"width": width},
                       f"packet_reg_slice_w{width}")
-    harness.run(b, "mrcnic.verif.tb_stream_helpers", {"seed": width, "count": 200})
+    harness.run(b, "mrcnic.verif.tb_stream_helpers", {"seed": seed_for(width), "count": 200 * volume})
 
 
 @pytest.mark.parametrize("width", [64, 512])
-def test_packet_fifo(width):
+def test_packet_fifo(width, seed_for, volume):
     b = harness.build(lambda width, depth: AxisTop(PacketFIFO(width, depth)),
                       {"width": width, "depth": 16}, f"packet_fifo_w{width}")
-    harness.run(b, "mrcnic.verif.tb_stream_helpers", {"seed": width + 3, "count": 200})
+    harness.run(b, "mrcnic.verif.tb_stream_helpers", {"seed": seed_for(width + 3), "count": 200 * volume})

@@ -1,7 +1,8 @@
-"""Two whole NICs writing to each other across the simulated multi-plane network, one test per
+"""Whole NICs writing to each other across the simulated multi-plane network, one test per
 scenario (verif/scenarios.py): every byte lands byte-exact and every message completes exactly
-once on both sides (verif/tb_system.py), and what each scenario promises besides holds. Each run
-logs its seed; a failure names it."""
+once on every side (verif/tb_system.py), and what each scenario promises besides holds. Each run
+logs its seed; a failure names it. ``make regress`` adds the full-size variants and draws fresh
+seeds."""
 
 import json
 
@@ -10,6 +11,22 @@ import pytest
 from mrcnic.verif import builds, harness
 
 KIB = 1024
+
+
+def run_scenario(scenario, seed, options, out, width=64, build=None):
+    b = build or builds.nic_system(width, 2)
+    harness.run(b, "mrcnic.verif.tb_system",
+                builds.system_params(width, scenario, seed, options, out=str(out)),
+                tag=f"system_{scenario}_w{width}")
+    results = json.loads((out / "results.json").read_text())
+    if scenario == "linkdown":
+        # The transfer reached the dead link: entries there were checked ASSUMED_BAD.
+        assert results["dead_entries_checked"] >= 1, results["dead_entries_checked"]
+    if scenario == "lossy":
+        assert results["network"]["lost"] > 0 and results["network"]["duplicated"] > 0
+    if scenario == "incast":
+        assert results["victim"]["done_us"] < results["victim"]["incast_done_us"]
+    return results
 
 
 @pytest.mark.parametrize("scenario, seed, options", [
@@ -21,24 +38,37 @@ KIB = 1024
     ("linkdown", 13, {"sizes": [1, 7, 256, 1000, 4096, 10000, 64 * KIB, 512 * KIB]}),
     ("planedown", 14, {}),
 ])
-def test_scenario(scenario, seed, options, tmp_path):
-    b = builds.nic_system(64, 2)
-    harness.run(b, "mrcnic.verif.tb_system",
-                builds.system_params(64, scenario, seed, options, out=str(tmp_path)),
-                tag=f"system_{scenario}")
-    results = json.loads((tmp_path / "results.json").read_text())
-    if scenario == "linkdown":
-        # The transfer reached the dead link: entries there were checked ASSUMED_BAD.
-        assert results["dead_entries_checked"] >= 1, results["dead_entries_checked"]
-    if scenario == "lossy":
-        assert results["network"]["lost"] > 0 and results["network"]["duplicated"] > 0
+def test_scenario(scenario, seed, options, tmp_path, seed_for):
+    run_scenario(scenario, seed_for(seed), options, tmp_path)
 
 
-def test_incast(tmp_path):
-    """Seven NICs write to an eighth at once while one of them also writes elsewhere: every
-    byte lands, every message completes once, and the victim finishes while the incast runs
-    (its share of the bandwidth is a bench figure: make bench, incast_victim_share)."""
-    harness.run(builds.incast_system(64), "mrcnic.verif.tb_system",
-                builds.system_params(64, "incast", 15, out=str(tmp_path)), tag="system_incast")
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert results["victim"]["done_us"] < results["victim"]["incast_done_us"]
+#: make test's incast: three NICs write to a fourth at once while one of them also writes to
+#: another (the victim); the same checks as the full-size 7:1 incast of make regress.
+SMALL_INCAST = {"hosts": 4, "sizes": [64 * KIB]}
+
+
+def test_incast(tmp_path, seed_for):
+    """Every byte lands, every message completes once, and the victim finishes while the
+    incast runs (its share of the bandwidth is a bench figure: make bench, incast_victim_share)."""
+    run_scenario("incast", seed_for(15), SMALL_INCAST, tmp_path,
+                 build=builds.incast_system(64, SMALL_INCAST["hosts"]))
+
+
+@pytest.mark.regress
+def test_incast_7_to_1(tmp_path, seed_for):
+    run_scenario("incast", seed_for(15), {}, tmp_path, build=builds.incast_system(64))
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("scenario", ["lossy", "linkdown", "planedown"])
+def test_scenario_1mib(scenario, tmp_path, seed_for):
+    """The failure scenarios with writes up to 1 MiB."""
+    run_scenario(scenario, seed_for(16), {"sizes": [1, 4096, 64 * KIB, 1024 * KIB]}, tmp_path)
+
+
+@pytest.mark.regress
+@pytest.mark.parametrize("scenario", ["clean", "linkdown"])
+def test_scenario_w512(scenario, tmp_path, seed_for):
+    """Two 512-bit NICs (128 Gb/s ports) end to end."""
+    run_scenario(scenario, seed_for(17), {"sizes": [1, 1000, 64 * KIB, 512 * KIB]}, tmp_path,
+                 width=512)

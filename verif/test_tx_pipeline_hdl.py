@@ -6,7 +6,7 @@ from mrcnic.verif import builds, harness
 
 
 @pytest.mark.parametrize("width", [64, 512])
-def test_tx_pipeline(width):
+def test_tx_pipeline(width, seed_for, volume):
     harness.run(builds.nic(width), "mrcnic.verif.tb_tx_pipeline",
-                {**builds.NIC_CONFIG, "seed": width, "count": 40, "max_length": 6000,
+                {**builds.NIC_CONFIG, "seed": seed_for(width), "count": 40 * volume, "max_length": 6000,
                  "backpressure": 0.2})
