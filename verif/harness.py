@@ -45,7 +45,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("MRCNIC_BUILD", ROOT / "build"))
 VERILOG = BUILD / "sim" / "verilog"     # converted Verilog, by parameters and sources
 FORMAT = 3                              # of what build/sim/verilog holds
-HDL = Path(__file__).resolve().parent.parent / "hdl"
 PARAMS_ENV = "MRCNIC_TB_PARAMS"
 
 __all__ = ["SimulationFailed", "Build", "build", "run", "waves_enabled", "coverage_enabled",
@@ -94,14 +93,14 @@ def _module_file(name: str) -> Path | None:
 
 def _imports(path: Path) -> set[Path]:
     """The project's own source files that ``path`` imports."""
-    package = next(n for n, folder in _PACKAGES.items() if folder == path.parent)
+    package = next((n for n, folder in _PACKAGES.items() if folder == path.parent), None)
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
-            if node.level:      # relative: from the file's own package (or above it)
+            if node.level and package:   # relative: from the file's package (or above it)
                 up = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{up}.{base}" if base else up
             # "from mrcnic.hdl import stream" names a module; "from mrcnic.wire import X" a
@@ -133,9 +132,10 @@ def _sources_hash(component, own_class=None) -> str:
     if isinstance(inner, prebuilt.Prebuilt) and isinstance(inner.factory, type):
         own_class = inner.factory
     cls = own_class or (type(inner) if inner is not None else None)
-    roots = [Path(__file__).with_name("toplevel.py"), Path(__file__).with_name("prebuilt.py")]
+    here = Path(__file__).resolve().parent
+    roots = [here / "toplevel.py", here / "prebuilt.py"]
     if cls is not None:
-        roots.append(Path(inspect.getsourcefile(cls)))
+        roots.append(Path(inspect.getsourcefile(cls)).resolve())
     h = hashlib.sha256()
     for p in _closure(roots):
         h.update(str(p.relative_to(ROOT)).encode())
