@@ -8,7 +8,9 @@ for its volume with ``volume``.
 
 The slowest tests start first, so that the two workers finish together: the order comes from
 the durations the last run recorded (build/test-durations.json), or from those committed in
-verif/test-durations.json on a fresh clone.
+verif/test-durations.json on a fresh clone. That file holds what a fresh clone's run took (its
+builds included, which is what orders a fresh run well): after adding or much changing a test,
+copy build/test-durations.json from a run in a fresh clone over it.
 """
 
 from __future__ import annotations
