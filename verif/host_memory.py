@@ -14,11 +14,12 @@ from collections import deque
 
 import cocotb
 from cocotb.triggers import Event, RisingEdge
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AddressSpace, AxiStreamFrame, SparseMemoryRegion
 
 from mrcnic.hdl.host_memory import TAG_BITS, read_request_layout
 from mrcnic.verif.layouts import decode
-from mrcnic.verif.tbkit import sink, source
+from mrcnic.verif.tbkit import CLOCK_NS, sink, source
 
 __all__ = ["HostMemory"]
 
@@ -37,9 +38,8 @@ class HostMemory:
         self.space = AddressSpace(2 ** 64)
         self.failing: list[tuple[int, int]] = []
         self.reads = self.writes = self.errors = 0
-        self.cycle = 0
+        self._t0 = get_sim_time("ns")
         self.log: list[dict] = []      # every request served: for tests to check against
-        cocotb.start_soon(self._count())
         if read:
             self.req = sink(dut, f"{read}__req", self.rng, backpressure)
             self.rsp = source(dut, f"{read}__data", self.rng, gap)
@@ -86,10 +86,11 @@ class HostMemory:
     async def write_bytes(self, addr: int, data: bytes) -> None:
         await self.space.write(addr, data)
 
-    async def _count(self):
-        while True:
-            await RisingEdge(self.dut.clk)
-            self.cycle += 1
+    @property
+    def cycle(self) -> int:
+        """Clock cycles since this model was made (from simulated time: a coroutine counting
+        edges cost a wake-up every cycle)."""
+        return round((get_sim_time("ns") - self._t0) / CLOCK_NS)
 
     async def _take_reads(self):
         layout = read_request_layout()

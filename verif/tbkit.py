@@ -47,8 +47,8 @@ def pauses(rng: random.Random, probability: float):
 
 class StreamSource(AxiStreamSource):
     """cocotbext-axi's AXI-stream source, packing each beat with whole-word operations rather
-    than a Python loop over its byte lanes: the same protocol (handshake, pause, reset) and the
-    same beats on the wire."""
+    than a Python loop over its byte lanes, and writing a signal only when it changes: the same
+    protocol (handshake, pause, reset) and the same beats on the wire."""
 
     async def _run(self):
         frame, at = None, 0
@@ -57,6 +57,15 @@ class StreamSource(AxiStreamSource):
         has = {n: hasattr(bus, n) for n in ("tready", "tvalid", "tlast", "tkeep", "tid", "tdest",
                                             "tuser")}
         lanes, size, mask = self.byte_lanes, self.byte_size, self.byte_mask
+        # What this source drives, so that a signal is written only when it changes (reset
+        # ends this loop and drives its own values; a new loop starts from unknown).
+        driven = {}
+
+        def drive(name, value):
+            if has.get(name, True) and driven.get(name) != value:
+                driven[name] = value
+                getattr(bus, name).value = value
+
         edge = RisingEdge(self.clock)
         while True:
             await edge
@@ -94,21 +103,15 @@ class StreamSource(AxiStreamSource):
                     frame.handle_tx_complete()
                     frame = None
                     self.current_frame = None
-                bus.tdata.value = data
-                if has["tvalid"]:
-                    bus.tvalid.value = 1
-                if has["tlast"]:
-                    bus.tlast.value = int(last)
-                if has["tkeep"]:
-                    bus.tkeep.value = keep
+                drive("tdata", data)
+                drive("tvalid", 1)
+                drive("tlast", int(last))
+                drive("tkeep", keep)
                 for name, value in sideband.items():
-                    if has[name]:
-                        getattr(bus, name).value = value
+                    drive(name, value)
             else:
-                if has["tvalid"]:
-                    bus.tvalid.value = 0
-                if has["tlast"]:
-                    bus.tlast.value = 0
+                drive("tvalid", 0)
+                drive("tlast", 0)
                 self.active = bool(frame)
                 if not frame and self.queue.empty():
                     self.idle_event.set()
@@ -130,7 +133,8 @@ class StreamSink(AxiStreamSink):
     The model it extends reads ``tdata``, ``tkeep`` and ``tuser`` again for every byte lane of
     every beat, and every such read builds a LogicArray: that was half the wall time of the
     system simulations. This loop keeps the model's protocol (handshake, pause, reset, queue
-    limits) and the frames it makes, and reads each signal once a beat."""
+    limits) and the frames it makes, reads each signal once a beat, and writes ``tready`` only
+    when it changes."""
 
     async def _run(self):
         frame = None
@@ -142,10 +146,14 @@ class StreamSink(AxiStreamSink):
         all_kept = [1] * lanes
         edge = RisingEdge(self.clock)
         wake = self.wake_event.wait()
+        # What this sink drives on tready, remembered rather than read back every cycle: unknown
+        # when the loop starts (after reset, or with a write of the sink's set-up still on its
+        # way), so sampled then, and written whatever it was.
+        ready = None
         while True:
             pause_sample = bool(self.pause)
             await edge
-            tready = (not has["tready"]) or bus.tready.value
+            tready = (not has["tready"]) or (bus.tready.value if ready is None else ready)
             tvalid = (not has["tvalid"]) or bus.tvalid.value
             if tready and tvalid:
                 if not frame:
@@ -176,7 +184,9 @@ class StreamSink(AxiStreamSink):
                 self.active = bool(frame)
             if has["tready"]:
                 paused = self.full() or pause_sample
-                bus.tready.value = not paused
+                if ready != (not paused):
+                    ready = not paused
+                    bus.tready.value = ready
                 if (not tvalid or paused) and pause_sample == bool(self.pause):
                     self.wake_event.clear()
                     await wake
