@@ -31,6 +31,10 @@ COMMITTED = HERE / "test-durations.json"
 REGRESS_VOLUME = 4
 
 
+def _regress(config) -> bool:
+    return config.getoption("--regress")
+
+
 def pytest_addoption(parser):
     parser.addoption("--regress", action="store_true",
                      help="the volume tier: the tests marked regress too, and fresh seeds "
@@ -39,8 +43,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "regress: the volume tier, run by make regress only")
-    regress = config.getoption("--regress")
-    if regress and not os.environ.get("SEED"):
+    if _regress(config) and not os.environ.get("SEED"):
         # Drawn once, here, before pytest-xdist starts its workers, which inherit it.
         os.environ["SEED"] = str(random.SystemRandom().randrange(1, 1 << 31))
     seed = os.environ.get("SEED")
@@ -49,14 +52,10 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    if config.getoption("--regress"):
+    if _regress(config):
         seed = os.environ["SEED"]
         return [f"regress: run seed {seed} (SEED={seed} make regress replays this run)"]
     return ["make test: every test with its own fixed seed (make regress draws fresh ones)"]
-
-
-def _regress(config) -> bool:
-    return config.getoption("--regress")
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -123,6 +122,6 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     seeds = [v for k, v in item.user_properties if k == "seed"]
     if report.failed and seeds and call.when == "call":
-        report.sections.append(("seed", f"this test's seed: {seeds[-1]} (run seed "
-                                        f"{os.environ.get('SEED')}: SEED={os.environ.get('SEED')} "
-                                        "make regress replays it)"))
+        run = os.environ.get("SEED")
+        report.sections.append(("seed", f"this test's seed: {seeds[-1]} (run seed {run}: "
+                                        f"SEED={run} make regress replays it)"))

@@ -2,8 +2,9 @@
 
 :func:`build` converts a component to Verilog and builds it with Verilator, caching both:
 
-* the Verilog, under ``build/sim/verilog/``, by the component's name, parameters and the
-  sources it can depend on (the gateware, the single sources it reads, the component's file);
+* the Verilog, under ``build/sim/verilog/``, by the component's name and parameters and the
+  project files it can depend on: the file of its class and every project file that imports,
+  directly or not (found from the import statements);
 * the Verilator build, under ``build/sim/<name>-<key>/``, by the Verilog itself and the
   Verilator and make command lines: an edit to one block rebuilds only the builds whose Verilog
   it changed, and a second run (or another test) with the same configuration reuses the build.
@@ -123,19 +124,17 @@ def _closure(files) -> list[Path]:
     return sorted(seen)
 
 
-def _sources_hash(component, own_class=None) -> str:
+def _sources_hash(component) -> str:
     """What a component's Verilog can depend on: the source file of its class (a test fixture
     may live in verif/; a prebuilt block's is its factory's) and every project file that one
     imports, directly or not, with the simulation top-level. A change to any of them converts
     it again; the Verilog, not this hash, decides whether Verilator builds it again."""
     inner = getattr(component, "component", component)
+    cls = type(inner)
     if isinstance(inner, prebuilt.Prebuilt) and isinstance(inner.factory, type):
-        own_class = inner.factory
-    cls = own_class or (type(inner) if inner is not None else None)
+        cls = inner.factory
     here = Path(__file__).resolve().parent
-    roots = [here / "toplevel.py", here / "prebuilt.py"]
-    if cls is not None:
-        roots.append(Path(inspect.getsourcefile(cls)).resolve())
+    roots = [here / "toplevel.py", here / "prebuilt.py", Path(inspect.getsourcefile(cls)).resolve()]
     h = hashlib.sha256()
     for p in _closure(roots):
         h.update(str(p.relative_to(ROOT)).encode())
@@ -165,8 +164,7 @@ def _write_atomic(path: Path, text: str):
 def _prebuilt_verilog(pb) -> Path:
     """The Verilog file of one prebuilt module (verif/prebuilt.py), converted once per
     sources."""
-    own = pb.factory if isinstance(pb.factory, type) else None
-    path = VERILOG / f"{pb.module}-{_sources_hash(None, own)}.v"
+    path = VERILOG / f"{pb.module}-{_sources_hash(pb)}.v"
     with _locked(path):
         if not path.exists():
             _write_atomic(path, verilog.convert(pb.make(), name=pb.module, emit_src=False))

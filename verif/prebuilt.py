@@ -4,12 +4,12 @@ A simulation that holds several copies of one block (the NIC systems hold two to
 would otherwise have each copy emitted as Verilog modules of its own, which Verilator compiles
 once per copy. A :class:`Prebuilt` stands in for the block with the block's own signature and
 elaborates to an ``Instance`` of one module, ``<name>_<key>``, whose Verilog :func:`harness.build
-<mrcnic.verif.harness.build>` converts (and caches) once and adds to every build that uses it:
-Verilator then compiles one class for all the copies, and builds that share the block share its
-compiled objects through the compiler cache.
+<mrcnic.verif.harness.build>` converts (and caches) once and adds to every build that uses it
+as a Verilator hierarchical block: one library for all the copies, which builds that share the
+block also share through the compiler cache.
 
-Under coverage the block is elaborated inline as before, so that every coverage point keeps
-the hierarchy the coverage report names its blocks by.
+Under waves and coverage the block is elaborated inline as before, so that every signal and
+coverage point keeps the design's hierarchy.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Prebuilt(wiring.Component):
         m = Module()
         used = _used.get()
         if used is None or used["inline"]:
-            # Outside harness.build (a plain conversion, a formal check) or under coverage.
+            # Outside harness.build (a plain conversion, a formal check), or waves or coverage.
             m.submodules.inner = inner = self.make()
             wiring.connect(m, wiring.flipped(self), inner)
             return m

@@ -45,6 +45,12 @@ def pauses(rng: random.Random, probability: float):
         yield rng.random() < probability
 
 
+def _present(bus) -> dict[str, bool]:
+    """Which of the AXI-stream signals besides ``tdata`` a bus has."""
+    return {n: hasattr(bus, n) for n in ("tready", "tvalid", "tlast", "tkeep", "tid", "tdest",
+                                         "tuser")}
+
+
 class StreamSource(AxiStreamSource):
     """cocotbext-axi's AXI-stream source, packing each beat with whole-word operations rather
     than a Python loop over its byte lanes, and writing a signal only when it changes: the same
@@ -54,8 +60,7 @@ class StreamSource(AxiStreamSource):
         frame, at = None, 0
         self.active = False
         bus = self.bus
-        has = {n: hasattr(bus, n) for n in ("tready", "tvalid", "tlast", "tkeep", "tid", "tdest",
-                                            "tuser")}
+        has = _present(bus)
         lanes, size, mask = self.byte_lanes, self.byte_size, self.byte_mask
         # What this source drives, so that a signal is written only when it changes (reset
         # ends this loop and drives its own values; a new loop starts from unknown).
@@ -140,8 +145,7 @@ class StreamSink(AxiStreamSink):
         frame = None
         self.active = False
         bus = self.bus
-        has = {n: hasattr(bus, n) for n in ("tready", "tvalid", "tlast", "tkeep", "tid", "tdest",
-                                            "tuser")}
+        has = _present(bus)
         lanes, size, mask = self.byte_lanes, self.byte_size, self.byte_mask
         all_kept = [1] * lanes
         edge = RisingEdge(self.clock)
