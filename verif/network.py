@@ -31,10 +31,10 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import Event, Timer
 from cocotb.utils import get_sim_time
-from scapy.utils import PcapWriter
 
 from mrcnic import wire
 from mrcnic.verif.fabric import BLOCK, BLOCK_BITS, ip_offsets, leaf_usid, spine_usid, usid_step
+from mrcnic.verif.pcap import Pcap
 
 __all__ = ["LinkConfig", "Link", "Failure", "Network", "trim"]
 
@@ -120,8 +120,7 @@ class Link:
         self._wake = Event()
         self._pcap = None
         if net.pcap_dir is not None:
-            self._pcap = PcapWriter(str(net.pcap_dir / f"{self.name}.pcap"), linktype=1,
-                                    sync=False)
+            self._pcap = Pcap(net.pcap_dir / f"{self.name}.pcap")
         cocotb.start_soon(self._drain())
 
     def offer(self, frame: bytes) -> None:
@@ -186,7 +185,7 @@ class Link:
         self.count["delivered"] += 1
         self.log.append((now, self.net.ev_of(frame)))
         if self._pcap is not None:
-            self._pcap.write_packet(frame, sec=int(now // 1e9), usec=int(now % 1e9 // 1e3))
+            self._pcap.write(frame, now)
         self.deliver(frame)
 
     def set_down(self, down: bool) -> None:

@@ -11,10 +11,11 @@ import json
 import cocotb
 from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
-from scapy.utils import PcapWriter, rdpcap
+from scapy.utils import rdpcap
 
 from mrcnic.hdl.header_parser import parsed_layout
 from mrcnic.verif.layouts import decode
+from mrcnic.verif.pcap import Pcap
 from mrcnic.verif.tbkit import last_user, params, setup, sink, source
 
 
@@ -36,8 +37,7 @@ async def stage(dut):
             await src.send(f)
 
     cocotb.start_soon(feed())
-    writer = PcapWriter(p["output"] + ".pcap", linktype=1, sync=False)
-    writer.write_header(None)
+    writer = Pcap(p["output"] + ".pcap")
     records = []
     for _ in frames:
         got = await snk.recv()
@@ -49,7 +49,7 @@ async def stage(dut):
             rec["meta"] = {"error": d["error"].name, "bth": d["bth"], "ip": {
                 "flow_label": d["ip"]["flow_label"]}, "udp": d["udp"],
                 "srh_present": d["srh_present"], "outer_present": d["outer_present"]}
-        writer.write_packet(bytes(got.tdata), sec=int(t), usec=int((t % 1) * 1e6))
+        writer.write(got.tdata, t * 1e9)
         records.append(rec)
     writer.close()
     with open(p["output"] + ".json", "w") as f:

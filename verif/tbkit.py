@@ -12,9 +12,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamMonitor, AxiStreamSink, AxiStreamSource
-from scapy.utils import PcapWriter
 
 from mrcnic.verif.harness import tb_params
+from mrcnic.verif.pcap import Pcap
 
 __all__ = ["params", "setup", "pauses", "source", "sink", "StreamSource", "StreamSink", "PcapTap",
            "run_dir", "CsrBus", "last_user", "recv_packet", "CLOCK_NS"]
@@ -229,16 +229,14 @@ class PcapTap:
         self.monitor = AxiStreamMonitor(AxiStreamBus.from_prefix(dut, prefix), dut.clk, dut.rst)
         self.monitor.log.setLevel("WARNING")
         self.path = run_dir() / f"{name or prefix}.pcap"
-        self.writer = PcapWriter(str(self.path), linktype=1, sync=True)  # readable even if the test fails
-        self.writer.write_header(None)   # write_packet (raw bytes) does not write it itself
+        self.writer = Pcap(self.path, sync=True)     # readable even if the test fails
         self.frames = 0
         cocotb.start_soon(self._run())
 
     async def _run(self):
         while True:
             frame = await self.monitor.recv()
-            t = cocotb.utils.get_sim_time("ns") / 1e9
-            self.writer.write_packet(bytes(frame.tdata), sec=int(t), usec=int((t % 1) * 1e6))
+            self.writer.write(frame.tdata, cocotb.utils.get_sim_time("ns"))
             self.frames += 1
 
     def close(self):
