@@ -91,7 +91,7 @@ def _follow(path: Path, stop: threading.Event):
 def main(argv=None) -> int:
     a = _args(argv)
     seed = a.seed if a.seed is not None else random.randrange(1 << 31)
-    out = Path(a.out)
+    out = Path(a.out).resolve()     # (the simulation runs in its own directory)
     out.mkdir(parents=True, exist_ok=True)
     sc_cls = SCENARIOS[a.scenario]
     sizes = tuple(sorted({s for s in SMALL if s < a.size} | {a.size}))
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     try:
         harness.run(b, "mrcnic.verif.tb_system", builds.system_params(
             64, a.scenario, seed, options, planes=a.planes, spines=a.spines, out=str(out)),
-            tag="demo")
+            run_dir=out / "sim")
     except harness.SimulationFailed as e:
         failed = str(e)
     finally:
@@ -126,8 +126,8 @@ def main(argv=None) -> int:
         lines = (failed or "the simulation ended without results").splitlines()
         why = [ln.strip() for ln in lines if "Error:" in ln] or lines[-20:]
         print("FAILED: " + "\n  ".join(why))
-        print(f"  (the whole log: {out}/pcap is what the links carried; the simulation log is "
-              "under build/sim/nics2_*/runs/demo/sim.log)")
+        print(f"  (the whole story: {out}/pcap is what the links carried, {out}/sim/sim.log "
+              "the simulation's log)")
         print(f"\nreplay: make demo ARGS='--scenario {a.scenario} --seed {seed}'")
         return 1
     r = json.loads(results_file.read_text())

@@ -319,12 +319,14 @@ def build(factory, params: dict, name: str) -> Build:
 
 def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "run",
         testcase: str | None = None, test_filter: str | None = None,
-        seed: int | None = None) -> Path:
+        seed: int | None = None, run_dir: Path | None = None) -> Path:
     """Runs the cocotb tests in ``test_module`` against build ``b`` (only ``testcase``, or those
-    whose names match the regular expression ``test_filter``); returns the run directory."""
+    whose names match the regular expression ``test_filter``); returns the run directory:
+    ``run_dir``, emptied first, or the build's ``runs/<tag>`` (so runs that may go at once
+    need their own ``run_dir``)."""
     verilator_env()
     from cocotb_tools.runner import get_results, get_runner
-    run_dir = b.directory / "runs" / tag
+    run_dir = Path(run_dir) if run_dir is not None else b.directory / "runs" / tag
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
