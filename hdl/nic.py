@@ -204,7 +204,7 @@ class Nic(wiring.Component):
                      rel.mode.as_value().eq(bank.rel_mode)]
         for name in ("qp", "psn", "length", "take"):
             m.d.comb += getattr(rel, f"gate_{name}").eq(getattr(tx, f"gate_{name}"))
-        for name in ("reorder", "rto_min", "rto_max", "target_rtt", "cwnd_init", "cwnd_min",
+        for name in ("reorder", "reo_wnd", "rto_min", "rto_max", "target_rtt", "cwnd_init", "cwnd_min",
                      "cwnd_max", "cc_fair", "cc_gain", "cc_md", "rcv_wnd", "view_qp"):
             m.d.comb += getattr(rel, name).eq(getattr(bank, f"rel_{name}"))
         for name in ("cwnd", "inflight", "rtt", "srtt"):

@@ -80,7 +80,11 @@ class RetransmitTracker(wiring.Component):
       the bitmap clears what it covers; ``una`` advances to the cumulative PSN, completing each
       message whose last packet it passes; then every outstanding packet at least ``reorder``
       PSNs below the highest known to have arrived is retransmitted, once (a hole retransmitted
-      is tried again only after a timeout). In SELECTIVE mode such a hole also blames the path
+      is tried again only after a timeout), and so is every outstanding packet below it that
+      was sent more than ``reo_wnd`` cycles before the latest-sent packet known to have
+      arrived (RACK's time rule, from the send times the SACKs echo; ``reo_wnd`` 0: off). A QP
+      with few packets in flight never has ``reorder`` more behind a loss, and a count alone
+      would leave each such loss to a timeout. In SELECTIVE mode such a hole also blames the path
       that lost it (the plane and spine its EV names; a QP's entries on one path share the
       evidence): the entry is set SKIP and the path suspect; or, when its path lost a packet
       before with none arriving on it since (a SACK whose triggering packet came on the path,
@@ -104,7 +108,9 @@ class RetransmitTracker(wiring.Component):
       to have every plane up.
     * A QP with packets outstanding and no progress of ``una`` for its RTO: the oldest
       outstanding packet, if it has itself been out that long, is retransmitted and its EV set
-      ASSUMED_BAD; every hole may then be retransmitted again.
+      ASSUMED_BAD; every hole may then be retransmitted again. The loss is evidence against
+      its path as a SACK hole is: the path becomes suspect, or, if it already was, every entry
+      of the QP on it is set ASSUMED_BAD.
 
     Congestion control (NSCC's four cases, on each accepted SACK, its RTT sample against
     ``target_rtt``; ECN is a SACK with m = SKIP_ONCE): no ECN and RTT below the target: the
@@ -166,7 +172,7 @@ class RetransmitTracker(wiring.Component):
         PSNs recorded as sent, which lag the gate by the grant's few cycles): the segmenter
         offers only these, so a QP whose window is shut holds up no other.
     now : In(16), the TX timestamp counter.
-    mode : In(RelMode); reorder, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
+    mode : In(RelMode); reorder, reo_wnd, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
         cwnd_min, cwnd_max, rcv_wnd : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
@@ -198,7 +204,8 @@ class RetransmitTracker(wiring.Component):
             "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_length": In(13),
             "gate_open": Out(1), "gate_take": In(1), "gate_ready": Out(qps),
             "now": In(TIME_BITS),
-            "mode": In(RelMode), "reorder": In(16), "rto_min": In(16), "rto_max": In(16),
+            "mode": In(RelMode), "reorder": In(16), "reo_wnd": In(16),
+            "rto_min": In(16), "rto_max": In(16),
             "target_rtt": In(16), "cc_fair": In(16), "cc_gain": In(8), "cc_md": In(4),
             "cwnd_init": In(CWND_BITS), "cwnd_min": In(CWND_BITS), "cwnd_max": In(CWND_BITS),
             "rcv_wnd": In(CWND_BITS),
@@ -248,6 +255,9 @@ class RetransmitTracker(wiring.Component):
         srtt = [Signal(TIME_BITS, name=f"srtt_q{q}") for q in range(Q)]
         rttvar = [Signal(TIME_BITS, name=f"rttvar_q{q}") for q in range(Q)]
         have_rtt = Signal(Q)
+        # RACK: the send time of the latest-sent packet known to have arrived (a SACK's echo).
+        rack_ts = [Signal(TIME_BITS, name=f"rack_ts_q{q}") for q in range(Q)]
+        rack_on = Signal(Q)
         # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
         K = PROBES_KEPT
         probe_ev = [[Signal(32, name=f"probe_ev_q{q}_{k}") for k in range(K)] for q in range(Q)]
@@ -444,6 +454,7 @@ class RetransmitTracker(wiring.Component):
                                          nxt[q].eq(self.init.payload.psn),
                                          high[q].eq(self.init.payload.psn),
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
+                                         rack_on[q].eq(0),
                                          suspect[q].eq(0), congested[q].eq(0), holding[q].eq(0),
                                          cutting[q].eq(0), flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
@@ -586,6 +597,10 @@ class RetransmitTracker(wiring.Component):
                                 m.d.sync += [cutting[q].eq(1), cut_psn[q].eq(c_nxt)]
                             with m.Elif(after_cut):
                                 m.d.sync += cutting[q].eq(0)
+                            # (a probe's answer is left out: its timestamp is the probe's)
+                            newer = (f_ts - rack_ts[q])[:TIME_BITS]
+                            with m.If(~f_pr & (~rack_on[q] | ~newer[-1])):
+                                m.d.sync += [rack_ts[q].eq(f_ts), rack_on[q].eq(1)]
                             with m.If(~have_rtt[q]):
                                 m.d.sync += [srtt[q].eq(sample), rttvar[q].eq(sample >> 1),
                                              have_rtt[q].eq(1)]
@@ -658,9 +673,14 @@ class RetransmitTracker(wiring.Component):
                     m.next = "WALK_RD"
 
             # ---- holes: outstanding packets far enough below the highest SACKed ------------
+            # (a packet ``reorder`` below the highest arrived is a hole by count; one above
+            # that, below the highest, may be one by the time rule: SCAN_EV reads its time)
+            counted = (pd + self.reorder) < hd
+            timed_on = (self.reo_wnd != 0) & rack_on.bit_select(cq, 1)
             with m.State("SCAN"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
-                in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS], (pd + self.reorder) < hd)
+                in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS],
+                               counted | (timed_on & (pd < hd)))
                 with m.If(~in_range):
                     m.next = "IDLE"
                 with m.Elif(~p_pend & gbn):
@@ -675,7 +695,13 @@ class RetransmitTracker(wiring.Component):
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 lost_on = path_bit(rec.ev)
                 again = (Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
-                with m.If(rec.pkt.psn == p):
+                early = Signal(TIME_BITS)      # how long before the latest arrived it left
+                m.d.comb += early.eq(Array(rack_ts)[cq] - rec.time)
+                timed = timed_on & ~early[-1] & (early > self.reo_wnd)
+                with m.If(~counted & ~((rec.pkt.psn == p) & timed)):
+                    m.d.sync += p.eq(p + 1)    # not (yet) lost
+                    m.next = "SCAN"
+                with m.Elif(rec.pkt.psn == p):
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
                         Mux(again, EvState.ASSUMED_BAD, EvState.SKIP)),
                         self.ev_update.payload.path.eq(again)]
@@ -778,10 +804,15 @@ class RetransmitTracker(wiring.Component):
                             m.d.sync += tstart[q].eq(rec.time)
                     m.next = "IDLE"
                 with m.Else():
+                    # (evidence against its path, as a SACK hole is)
+                    lost_on = Mux(gbn, 0, path_bit(rec.ev))
+                    again = (Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
                     m.d.comb += [self.ev_update.valid.eq(1),
-                                 self.ev_update.payload.state.eq(EvState.ASSUMED_BAD)]
+                                 self.ev_update.payload.state.eq(EvState.ASSUMED_BAD),
+                                 self.ev_update.payload.path.eq(again)]
                     with m.If(self.ev_update.ready):
                         count("ev_bad")
+                        m.d.comb += sus_set.eq(lost_on)
                         m.next = "TO_RTX"
             with m.State("TO_RTX"):
                 m.d.comb += rd.addr.eq(slot(cq, p))

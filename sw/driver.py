@@ -333,18 +333,20 @@ def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
 def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = None,
                     rto_min: int | None = None, rto_max: int | None = None,
                     probe_interval: int | None = None,
-                    status_interval: int | None = None) -> Program:
-    """How lost packets are recovered (:class:`RelMode`), the SACK reorder threshold in PSNs,
-    the RTO bounds, the interval between probes of ASSUMED_BAD EVs and between repeats of the
-    port status to the peers, in cycles (0: never, and only on port changes); a value left
-    ``None`` stays as it is."""
+                    status_interval: int | None = None,
+                    reo_wnd: int | None = None) -> Program:
+    """How lost packets are recovered (:class:`RelMode`), the SACK reorder threshold in PSNs
+    and in time (``reo_wnd`` cycles, 0: off), the RTO bounds, the interval between probes of
+    ASSUMED_BAD EVs and between repeats of the port status to the peers, in cycles (0: never,
+    and only on port changes); a value left ``None`` stays as it is."""
     try:
         mode = RelMode(mode)
     except ValueError:
         raise RegisterError(f"mode must be one of {[m.name for m in RelMode]}, not {mode!r}") \
             from None
-    for what, v in (("reorder", reorder), ("rto_min", rto_min), ("rto_max", rto_max)):
-        low, top = (0, 65535) if what == "reorder" else (1, RTO_LIMIT)
+    for what, v in (("reorder", reorder), ("reo_wnd", reo_wnd), ("rto_min", rto_min),
+                    ("rto_max", rto_max)):
+        low, top = (0, 65535) if what in ("reorder", "reo_wnd") else (1, RTO_LIMIT)
         if v is not None and (not isinstance(v, int) or not low <= v <= top):
             raise RegisterError(f"{what} must be {low} .. {top}, not {v!r}")
     for what, v in (("probe_interval", probe_interval), ("status_interval", status_interval)):
@@ -354,8 +356,9 @@ def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = Non
     if rto_min is not None and rto_max is not None and rto_min > rto_max:
         raise RegisterError(f"rto_min ({rto_min}) is above rto_max ({rto_max})")
     yield from write("rel.mode", mode.value)
-    for what, v in (("reorder", reorder), ("rto_min", rto_min), ("rto_max", rto_max),
-                    ("probe_interval", probe_interval), ("status_interval", status_interval)):
+    for what, v in (("reorder", reorder), ("reo_wnd", reo_wnd), ("rto_min", rto_min),
+                    ("rto_max", rto_max), ("probe_interval", probe_interval),
+                    ("status_interval", status_interval)):
         if v is not None:
             yield from write(f"rel.{what}", v)
 

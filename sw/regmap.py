@@ -179,6 +179,10 @@ def _rel_registers():
         _r("rel", "reorder", 0x704, 16, "RW", 8,
            "A packet is retransmitted as a SACK hole once a packet this many PSNs above it has "
            "arrived."),
+        _r("rel", "reo_wnd", 0x7AC, 16, "RW", 1024,
+           "The time rule (RACK's): a packet is also retransmitted as a SACK hole once a "
+           "packet sent more than this many cycles after it has arrived (the SACKs echo each "
+           "packet's send time). 0: only rel.reorder counts."),
         _r("rel", "rto_min", 0x708, 16, "RW", 1024,
            "Shortest retransmission timeout, in cycles (the RTO is srtt + 4 rttvar within "
            "rel.rto_min .. rel.rto_max).", limit=RTO_LIMIT),

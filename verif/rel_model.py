@@ -13,6 +13,7 @@ from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 
 PSN_MOD = 1 << 24
+TIME_MOD = 1 << 16        # the TX timestamp counter wraps
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Sent:
     last: bool
     wr_id: int
     length: int = 0
+    time: int | None = None       # the send time (the TX timestamp counter), if known
 
 
 @dataclass
@@ -84,6 +86,7 @@ class _Qp:
     congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
     hold: int | None = None   # held since a first hole: until high is ``reorder`` past this
     cut: int | None = None    # the first PSN sent after the last decrease, until SACKed past
+    rack: int | None = None   # the send time of the latest-sent packet known to have arrived
 
 
 @dataclass
@@ -97,8 +100,9 @@ class _Probes:
 class Sender:
     def __init__(self, qps: int, window: int, reorder: int = 8,
                  mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None, planes: int = 2,
-                 spines: int = 4):
+                 spines: int = 4, reo_wnd: int = 0):
         self.qps, self.window, self.reorder, self.mode = qps, window, reorder, RelMode(mode)
+        self.reo_wnd = reo_wnd         # the time rule's window, in cycles (0: off)
         self.planes = planes
         self.layout = EvLayout(planes, spines)
         self.cc = cc or Congestion()
@@ -164,9 +168,10 @@ class Sender:
                                                      or s.flight < s.cwnd)
 
     def sent(self, qp: int, psn: int, ev: int, index: int, last: bool, wr_id: int, tries: int,
-             length: int):
+             length: int, time: int | None = None):
         """A packet with ``length`` payload bytes left on EV ``ev`` (entry ``index`` of the
-        QP's profile)."""
+        QP's profile) at ``time`` (the TX timestamp counter; None: the time rule passes it
+        over)."""
         s = self.q[qp]
         live = self._d(psn, s.una) < self._d(s.nxt, s.una)
         if tries == 0:
@@ -178,23 +183,33 @@ class Sender:
             s.flight += length
         elif not live:
             return
-        s.records[psn % self.window] = Sent(psn, ev, index, last, wr_id, length)
+        s.records[psn % self.window] = Sent(psn, ev, index, last, wr_id, length, time)
 
     def _record(self, s, psn):
         r = s.records.get(psn % self.window)
         return r if r is not None and r.psn == psn else None
 
+    def _timed(self, s, r) -> bool:
+        """RACK's rule: ``r`` left more than ``reo_wnd`` before a packet that has arrived."""
+        if not self.reo_wnd or s.rack is None or r is None or r.time is None:
+            return False
+        early = (s.rack - r.time) % TIME_MOD
+        return self.reo_wnd < early < TIME_MOD // 2
+
     def _scan(self, qp, s, p, cause, o):
         gbn = self.mode is RelMode.GO_BACK_N
+        timed_on = bool(self.reo_wnd) and s.rack is not None
         while True:
             pd, inflight = self._d(p, s.una), self._d(s.nxt, s.una)
             hd = self._d(s.high, s.una)
             hd = 0 if hd > inflight else hd
-            if not (pd < inflight if gbn else pd + self.reorder < hd):
+            counted = pd + self.reorder < hd
+            if not (pd < inflight if gbn else counted or (timed_on and pd < hd)):
                 return
             if p not in s.pend and gbn:
                 self._retransmit(qp, s, p, cause, o)
-            elif p not in s.pend and p in s.out:
+            elif (p not in s.pend and p in s.out
+                  and (counted or self._timed(s, self._record(s, p)))):
                 # A SACK hole blames its path: the entry SKIP and the path suspect (and
                 # held), or, if the path lost one before and nothing arrived on it since, the
                 # whole path ASSUMED_BAD (it stays suspect).
@@ -236,9 +251,10 @@ class Sender:
         self.counters["probes_sent"] += 1
 
     def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0,
-             pen=0) -> Outcome:
+             pen=0, ts=None) -> Outcome:
         """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window, and its
-        ``rcv_cwnd_pen`` ``pen`` may hold it."""
+        ``rcv_cwnd_pen`` ``pen`` may hold it; ``ts``, the send time it echoes, is the latest
+        known to have arrived if it is later than the last (not for a probe's answer)."""
         o = Outcome()
         if qp >= self.qps:
             self.counters["invalid"] += 1
@@ -267,6 +283,9 @@ class Sender:
             return o
         if rtt is not None:
             self.sample(qp, trig, m == wire.SackMark.SKIP_ONCE, rtt, pen)
+        if ts is not None and not pr and (
+                s.rack is None or (ts - s.rack) % TIME_MOD < TIME_MOD // 2):
+            s.rack = ts
         r = self._record(s, trig)
         if r is not None and r.ev == entropy:
             self.suspect[qp].discard(self.layout.path(r.ev))     # one arrived on this path
@@ -343,6 +362,13 @@ class Sender:
             p = (p + 1) % PSN_MOD
         if p == s.nxt:
             return o
+        r = self._record(s, p)
+        if self.mode is RelMode.SELECTIVE and r is not None:
+            # (evidence against its path, as a SACK hole is)
+            path = self.layout.path(r.ev)
+            if path in self.suspect[qp] and not s.congested:
+                o.paths.append((qp, r.index))
+            self.suspect[qp].add(path)
         self._lost(qp, s, p, EvState.ASSUMED_BAD, "timeout", o)
         return o
 

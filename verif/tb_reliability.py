@@ -44,7 +44,10 @@ class Rig:
 
     @classmethod
     async def start(cls, dut, mode=RelMode.SELECTIVE, reorder=4, rto=LONG_RTO, cc=None,
-                    probe_interval=0, states=None):
+                    probe_interval=0, states=None, reo_wnd=0):
+        """(``reo_wnd`` 0: the time rule off, as these tests send bursts whose packets are
+        a few cycles apart, and the NIC records a send time a few cycles before the TSETH's;
+        the tests of the rule space their packets far wider than that.)"""
         self = cls()
         p = self.p = params()
         self.dut = dut
@@ -54,11 +57,12 @@ class Rig:
                                    modes=(SrMode.USID, SrMode.PLAIN, SrMode.USID_SRH),
                                    reliability={"mode": mode, "reorder": reorder,
                                                 "rto_min": rto, "rto_max": rto,
-                                                "probe_interval": probe_interval},
+                                                "probe_interval": probe_interval,
+                                                "reo_wnd": reo_wnd},
                                    congestion=dataclasses.asdict(cc) if cc else None,
                                    states=states)
         self.model = Sender(self.Q, p["window"], reorder, mode, cc, self.P,
-                            self.cfg.layout.spines)
+                            self.cfg.layout.spines, reo_wnd)
         for q in range(self.Q):
             self.model.init(q, self.cfg.qps[q].next_psn)
         self.frames = []
@@ -137,8 +141,9 @@ class Rig:
         assert_frames_equal(reference_frame(w, frame, self.cfg.templates[q % self.p["templates"]],
                                             self.cfg.layout, self.cfg.modes[q]),
                             frame, f"{what} (QP {q} PSN {psn:#x})")
-        self.model.sent(q, psn, ev, profile.index(ev), last, wr_id, int(rtx), length)
-        self.ev_of[(q, psn)] = (ev, Ether(frame)[L.TSETH].tx_timestamp, self.arrival[frame])
+        ts = Ether(frame)[L.TSETH].tx_timestamp
+        self.model.sent(q, psn, ev, profile.index(ev), last, wr_id, int(rtx), length, ts)
+        self.ev_of[(q, psn)] = (ev, ts, self.arrival[frame])
         return q, psn, ev
 
     async def send_new(self, n, what="new packets"):
@@ -182,7 +187,7 @@ class Rig:
                                  rcv_cwnd_pen=pen),
                           wire.Opcode.SACK, q if qp_field is None else qp_field)
         return self.model.sack(q if qp_field is None else qp_field, cack & 0xFFFFFF, offset,
-                               bitmap, trig & 0xFFFFFF, entropy, m, rtt, pr, pen)
+                               bitmap, trig & 0xFFFFFF, entropy, m, rtt, pr, pen, ts)
 
     async def next_probe(self, interval):
         """The next probe frame (plane, frame), waiting up to three probe intervals."""
@@ -523,9 +528,10 @@ async def the_window_follows_nscc(dut):
 
 @cocotb.test()
 async def a_dead_peer_keeps_its_last_ev(dut):
-    """Nothing ever answers: each RTO retires the EV the packet last took, until one is left,
-    which the spray scheduler keeps (the update is refused), so the QP keeps trying and the
-    NIC keeps serving its other QPs."""
+    """Nothing ever answers: each RTO retires the EV the packet last took (and, its path
+    already suspect from an earlier RTO, the path's other entries), until one is left, which
+    the spray scheduler keeps (the update is refused), so the QP keeps trying and the NIC keeps
+    serving its other QPs."""
     rig = await Rig.start(dut, rto=1000)
     E = rig.p["evs"]
     psns = await rig.post(0, 1)
@@ -537,10 +543,14 @@ async def a_dead_peer_keeps_its_last_ev(dut):
         out = rig.model.timeout(0)
         assert [psn for _, psn, _ in out.retransmits] == psns
         used.append(rig._check(pl, frame, True, f"timeout {k + 1}")[2])
-    assert len(set(used[:E])) == E, "a retired EV was used again while others were left"
-    assert used[E:] == [used[E - 1]] * (timeouts - E + 1), "the last EV was not kept"
+    k = next(i for i, ev in enumerate(used) if ev in used[:i])      # the first used again
+    assert len(set(used[:k])) == k, "a retired EV was used again while others were left"
+    assert used[k - 1:] == [used[k - 1]] * (len(used) - k + 1), "the last EV was not kept"
+    states = await rig.cfg.regs.run(driver.ev_states(0))
+    good = [i for i, st in enumerate(states[:E]) if st is not EvState.ASSUMED_BAD]
+    assert good == [rig.cfg.profiles[0].index(used[-1])], f"left GOOD: {good}, {states}"
     tx = await rig.cfg.regs.run(driver.tx_counters())
-    assert tx["ev_refused"] == timeouts - (E - 1)
+    assert tx["ev_refused"] == len(used) - k
     out = await rig.sack(0, psns[0] + 1, trig=psns[0])
     await rig.expect(out, "the peer answers at last")
     await rig.post(1, 4)
@@ -939,4 +949,102 @@ async def congestion_keeps_a_hole_from_retiring_its_path(dut):
     states = await rig.cfg.regs.run(driver.ev_states(q))
     assert EvState.ASSUMED_BAD not in states, states
     await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
+    await rig.counters()
+
+
+async def _sparse(rig, q, n, gap):
+    """``n`` single-packet writes on QP ``q``, each ``gap`` cycles after the last; their PSNs."""
+    psns = []
+    for _ in range(n):
+        psns += await rig.post(q, 1)
+        await rig.send_new(1)
+        await ClockCycles(rig.dut.clk, gap)
+    return psns
+
+
+@cocotb.test()
+async def a_sparse_qp_finds_losses_by_time(dut):
+    """RACK's rule (rel.reo_wnd): a QP with few packets out never has rel.reorder more behind a
+    loss, so a count alone leaves every loss to a timeout. A packet is lost once one sent more
+    than reo_wnd cycles after it has arrived: its entry SKIP and its path suspect; a second
+    loss on the path so found retires the path. A packet sent less than reo_wnd before the
+    arrival is not lost yet."""
+    W = 1500
+    rig = await Rig.start(dut, reorder=16, reo_wnd=W)
+    q, N = 0, 12
+    psns = await _sparse(rig, q, N, W + 500)
+    ix = _uses(rig, q, psns)
+    px = _paths(rig, q, ix)
+    a = next(i for i in range(N - 2) if px[i + 1] != px[i] and _next_use(px, i, N - 1))
+    b = _next_use(px, a, N - 1)
+    assert px[b + 1] != px[b], px
+    bits_ab = bits(range(b - a - 1))       # a+1 .. b-1, from offset 1
+    out = await rig.sack(q, psns[a], bitmap=bits_ab, offset=1, trig=psns[a + 1])
+    assert [(p - psns[a]) % PSN_MOD for _, p, _ in out.retransmits] == [0], out
+    assert (q, ix[a], EvState.SKIP) in out.ev_updates and not out.paths, out
+    await rig.expect(out, "a loss only time shows (one packet behind it)")
+    out = await rig.sack(q, psns[a], bitmap=bits_ab | 1 << (b - a), offset=1,
+                         trig=psns[b + 1])
+    assert [(p - psns[a]) % PSN_MOD for _, p, _ in out.retransmits] == [b - a], out
+    assert out.paths == [(q, ix[b])], out
+    await rig.expect(out, "a second loss on the path, by time")
+    states = await rig.cfg.regs.run(driver.ev_states(q))
+    on_path = {i for i, ev in enumerate(rig.cfg.profiles[q])
+               if rig.cfg.layout.path(ev) == px[a]}
+    assert {i for i, st in enumerate(states) if st is EvState.ASSUMED_BAD} == on_path, states
+    await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
+    # A burst: its packets a few dozen cycles apart; the last arrives, the others are not lost.
+    burst = await rig.post(q, 3)
+    await rig.send_new(3)
+    out = await rig.sack(q, burst[0], bitmap=0b10, offset=1, trig=burst[2])
+    assert not out.retransmits, out
+    await rig.expect(out, "packets sent less than reo_wnd before the arrival")
+    await rig.completions(await rig.sack(q, burst[-1] + 1), "all acknowledged")
+    await rig.counters()
+
+
+@cocotb.test()
+async def a_timeout_is_evidence_against_its_path(dut):
+    """A timeout's loss sets its entry ASSUMED_BAD and its path suspect; another timeout on the
+    path, on its other entry, with nothing arriving on the path in between, retires the whole
+    path."""
+    rto = 3000
+    rig = await Rig.start(dut, rto=rto)
+    q = 1
+    profile, layout = rig.cfg.profiles[q], rig.cfg.layout
+
+    async def one():
+        psn = (await rig.post(q, 1))[0]
+        await rig.send_new(1)
+        return psn
+
+    async def time_out(psn, what):
+        await ClockCycles(dut.clk, rto + 200)
+        out = rig.model.timeout(q)
+        assert [p for _, p, _ in out.retransmits] == [psn], out
+        await rig.expect(out, what)
+        return out
+
+    a = await one()
+    ev_a = rig.ev_of[(q, a)][0]
+    path = layout.path(ev_a)
+    out = await time_out(a, "the first timeout")
+    assert out.ev_updates == [(q, profile.index(ev_a), EvState.ASSUMED_BAD)] and not out.paths
+    # (the retransmission arrives, on another path)
+    await rig.completions(await rig.sack(q, a + 1, trig=a), "the retransmission arrived")
+    for _ in range(4 * len(profile)):
+        b = await one()
+        if layout.path(rig.ev_of[(q, b)][0]) == path:
+            break
+        await rig.completions(await rig.sack(q, b + 1, trig=b), "a packet on another path")
+    else:
+        raise AssertionError(f"no packet went on path {path} again")
+    ev_b = rig.ev_of[(q, b)][0]
+    assert ev_b != ev_a, "an ASSUMED_BAD entry carried a packet"
+    out = await time_out(b, "the second timeout, on the same path")
+    assert out.paths == [(q, profile.index(ev_b))], out
+    states = await rig.cfg.regs.run(driver.ev_states(q))
+    on_path = {i for i, ev in enumerate(profile) if layout.path(ev) == path}
+    assert {i for i, st in enumerate(states) if st is EvState.ASSUMED_BAD} == on_path, states
+    await rig.completions(await rig.sack(q, b + 1, trig=b), "all acknowledged")
     await rig.counters()

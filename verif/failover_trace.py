@@ -1,0 +1,256 @@
+"""Why an EV did or did not leave a dead path: a system run's captures replayed through the
+reliability engine's reference model (verif/rel_model.py), one QP of one host.
+
+    python -m mrcnic.verif.failover_trace RUN_DIR [--host 0] [--qp 0] [--all]
+
+``RUN_DIR`` is what ``make demo`` (or a bench or test run) left: ``results.json`` and
+``pcap/``. What the host's ports sent (data, probes) and received (SACKs, NACKs) is fed to the
+model in time order; every event that touches the failed path's entries is printed: each
+packet sent on them, each SACK hole the model finds there, each EV state change and why
+(a hole, a second hole on a suspect path, a timeout, a probe's answer), and each time the path's
+suspicion is cleared and by what. ``--all`` prints every QP event.
+
+The model sees what the NIC saw, at the port: the NIC's decisions come a few cycles later,
+and its timeouts are taken where the NIC's retransmissions show them (a retransmission the
+model did not order).
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import sys
+from pathlib import Path
+
+from scapy.utils import PcapReader
+
+from mrcnic import wire
+from mrcnic.evmap import EvLayout
+from mrcnic.hdl.retransmit_tracker import RelMode
+from mrcnic.hdl.spray_scheduler import EvState
+from mrcnic.regmap import by_name
+from mrcnic.verif.fabric import ip_offsets
+from mrcnic.verif.rel_model import Congestion, Sender
+from mrcnic.verif.scenarios import SCENARIOS
+from mrcnic.verif.tbkit import CLOCK_NS
+
+DATA = {int(op) for op in wire.DATA_OPCODES}
+LAST = {int(wire.Opcode.WRITE_LAST), int(wire.Opcode.WRITE_LAST_IMM),
+        int(wire.Opcode.WRITE_ONLY), int(wire.Opcode.WRITE_ONLY_IMM)}
+TIME_MOD = 1 << 16
+
+
+def _records(path: Path, direction: str, plane: int):
+    """(ns, direction, plane, frame) of every frame in a capture."""
+    with PcapReader(str(path)) as rd:
+        for pkt in rd:
+            yield (int(pkt.time * 1_000_000_000), direction, plane, bytes(pkt))
+
+
+def _parse(frame: bytes) -> dict:
+    """The inner headers of an MRC frame, as the reliability engine reads them."""
+    _, inner = ip_offsets(frame)
+    udp = inner + wire.IPV6.length
+    bth_at = udp + wire.UDP.length
+    bth = wire.BTH.unpack(frame[bth_at:])
+    ev = (int.from_bytes(frame[inner + 40:inner + 42], "big") << 16
+          | int.from_bytes(frame[inner + 2:inner + 4], "big"))
+    out = {"bth": bth, "ev": ev, "op": bth["opcode"]}
+    at = bth_at + wire.BTH.length
+    for hdr in wire.headers_after_bth(bth["opcode"], bool(bth["tsh"])):
+        out[hdr.name] = hdr.unpack(frame[at:])
+        at += hdr.length
+    out["payload"] = len(frame) - at - wire.ICRC_BYTES
+    return out
+
+
+class Trace:
+    def __init__(self, run: Path, host: int, qp: int, every: bool = False, quiet: bool = False):
+        self.r = json.loads((run / "results.json").read_text())
+        r = self.r
+        self.run, self.h, self.qp, self.every, self.quiet = run, host, qp, every, quiet
+        self.t0 = r["t0_us"] * 1000
+        sc = SCENARIOS[r["scenario"]](planes=r["planes"], spines=r["spines"], width=64,
+                                      **r["options"])
+        self.sc = sc
+        cc = sc.congestion(r["base_rtt_us"])
+        self.target = cc["target_rtt"]
+        rel = sc.reliability
+        self.layout = EvLayout(r["planes"], r["spines"])
+        self.model = Sender(r["qps"], 256, reorder=rel["reorder"], mode=RelMode.SELECTIVE,
+                            cc=Congestion(target_rtt=cc["target_rtt"], cwnd_init=cc["cwnd_init"],
+                                          rcv_wnd=cc["rcv_wnd"]),
+                            planes=r["planes"], spines=r["spines"],
+                            reo_wnd=rel.get("reo_wnd", by_name("rel.reo_wnd").reset))
+        self.profile = r["profiles"][f"{host}.{qp}"]
+        self.dead = {tuple(p) for f in r["failures"] for p in f["paths"]}
+        self.ts_phase = None           # the NIC's timestamp counter less sim time in cycles
+        self.state = ["GOOD"] * len(self.profile)
+        self.events = []               # (us from t0, entry, state, why): every state change
+        self.ordered = set()           # PSNs the model has ordered sent again, not yet sent
+
+    def _on_dead(self, ev):
+        return (self.layout.plane(ev), self.layout.spine(ev)) in self.dead
+
+    def _entry(self, ev):
+        return self.profile.index(ev) if ev in self.profile else None
+
+    def note(self, text):
+        if not self.quiet:
+            print(text)
+
+    def say(self, ns, text, dead=True):
+        if self.quiet:
+            return
+        if dead or self.every:
+            print(f"{(ns - self.t0) / 1000:9.3f} us  {text}")
+
+    def _apply(self, ns, o, why):
+        for qp, index, state in o.ev_updates:
+            if qp != self.qp:
+                continue
+            ev = self.profile[index]
+            whole = (qp, index) in o.paths
+            self.say(ns, f"entry {index:2} ({self._path(ev)}) -> {state.name}"
+                     f"{' with its whole path' if whole else ''}: {why}", self._on_dead(ev))
+            self.state[index] = state.name
+            t_us = (ns - self.t0) / 1000
+            self.events.append((t_us, index, state.name, why))
+            if whole:
+                path = self.layout.path(ev)
+                for i, e in enumerate(self.profile):
+                    if self.layout.path(e) == path and i != index:
+                        self.state[i] = EvState.ASSUMED_BAD.name
+                        self.events.append((t_us, i, EvState.ASSUMED_BAD.name,
+                                            f"entry {index}'s path"))
+        for qp, psn, _ in o.retransmits:
+            if qp == self.qp:
+                self.ordered.add(psn)
+
+    def _sent(self, ns, pk):
+        m, bth, ev = self.model, pk["bth"], pk["ev"]
+        ts = pk.get("TSETH", {}).get("tx_timestamp")
+        if ts is not None and self.ts_phase is None:
+            self.ts_phase = (ts - round(ns / CLOCK_NS)) % TIME_MOD
+        psn, rtx = bth["psn"], bth["rtx"]
+        index = self._entry(ev)
+        if rtx and psn not in self.ordered:
+            o = m.timeout(self.qp)
+            self.say(ns, f"timeout (the NIC resent PSN {psn:#x} unbidden)", True)
+            self._apply(ns, o, "timeout")
+        self.ordered.discard(psn)
+        m.sent(self.qp, psn, ev, index if index is not None else 0,
+               pk["op"] in LAST, 0, int(rtx), pk["payload"], ts)
+        held = self.layout.path(ev) in m.held(self.qp)
+        self.say(ns, f"sent PSN {psn:#x}{' again' if rtx else ''} on entry {index} "
+                 f"({self._path(ev)}; entry {self.state[index]}"
+                 f"{', its path HELD' if held else ''})", self._on_dead(ev))
+
+    def _path(self, ev):
+        return f"plane {self.layout.plane(ev)} spine {self.layout.spine(ev)}"
+
+    def _suspects(self):
+        return {p for p in self.model.suspect[self.qp]}
+
+    def run_trace(self):
+        r, h = self.r, self.h
+        streams = []
+        for p in range(r["planes"]):
+            streams.append(_records(self.run / "pcap" / f"p{p}_host{h}-p{p}_leaf{h}.pcap", "out", p))
+            streams.append(_records(self.run / "pcap" / f"p{p}_leaf{h}-p{p}_host{h}.pcap", "in", p))
+        m = self.model
+        dead_paths = {self.layout.path(self.layout.make(p, s)) for p, s in self.dead}
+        f = r["failures"][0]
+        self.note(f"run {self.run}: seed {r['seed']}, host {h} QP {self.qp}; "
+                  f"{f['what']} dies at {f['at_us'] - r['t0_us']:.3f} us"
+                  + ("" if f["until_us"] is None else
+                     f", returns at {f['until_us'] - r['t0_us']:.3f} us")
+                  + f"; base RTT {r['base_rtt_us']:.3f} us; target {self.target} cycles; "
+                  f"reorder {m.reorder}, reo_wnd {m.reo_wnd} cycles")
+        self.note("entries on the failed path: " + ", ".join(
+            str(i) for i, ev in enumerate(self.profile) if self._on_dead(ev)))
+        m.init(self.qp, 0)
+        started = False
+        early = {}
+        for ns, way, _, frame in heapq.merge(*streams, key=lambda x: x[0]):
+            try:
+                pk = _parse(frame)
+            except (ValueError, KeyError, IndexError):
+                continue
+            bth, op, ev = pk["bth"], pk["op"], pk["ev"]
+            before = self._suspects() & dead_paths
+            if way == "out" and op in DATA and bth["dqp"] == self.qp:
+                if not started:
+                    m.init(self.qp, bth["psn"])
+                    started = True
+                # (captured as the leaf got them: across planes, new PSNs may come out of order)
+                if not bth["rtx"] and bth["psn"] != m.q[self.qp].nxt:
+                    early[bth["psn"]] = pk
+                    continue
+                self._sent(ns, pk)
+                while m.q[self.qp].nxt in early:
+                    self._sent(ns, early.pop(m.q[self.qp].nxt))
+            elif way == "out" and op == wire.Opcode.PROBE:
+                q = pk["PETH"].get(wire.PROBE_QP_FIELD) if "PETH" in pk else None
+                index = self._entry(ev)
+                if q == self.qp and index is not None:
+                    m.probed(self.qp, index, ev)
+                    self.say(ns, f"probe on entry {index} ({self._path(ev)})", self._on_dead(ev))
+            elif way == "in" and bth["dqp"] == self.qp and started and op == wire.Opcode.SACK:
+                s = pk["SETH"]
+                now = round(ns / CLOCK_NS) + (self.ts_phase or 0)
+                rtt = (now - s["tx_timestamp"]) % TIME_MOD
+                trig = (s["cack_psn"] + (s["ack_psn_offset"] ^ 0x8000) - 0x8000) % (1 << 24)
+                o = m.sack(self.qp, s["cack_psn"], s["sack_offset"], s["sack_bitmap"], trig,
+                           s["entropy"], s["m"], rtt, s["pr"], s["rcv_cwnd_pen"],
+                           s["tx_timestamp"])
+                tev = s["entropy"]
+                what = (f"SACK cack {s['cack_psn']:#x} for PSN {trig:#x} on entry "
+                        f"{self._entry(tev)} ({self._path(tev)}), m {wire.SackMark(s['m']).name}"
+                        f"{', probe answer' if s['pr'] else ''}; RTT {rtt} cycles "
+                        f"({'above' if rtt >= self.target else 'below'} target)"
+                        f"{'; QP congested' if m.q[self.qp].congested else ''}")
+                touches = self._on_dead(tev) or any(
+                    self._on_dead(self.profile[i]) for q, i, _ in o.ev_updates if q == self.qp)
+                self.say(ns, what, touches)
+                self._apply(ns, o, "a SACK hole" if not s["pr"] else "the SACK")
+            elif way == "in" and bth["dqp"] == self.qp and started and op == wire.Opcode.NACK:
+                n = pk["NETH"]
+                o = m.nack(self.qp, n["nack_psn"], n["nack_reason"], n["entropy"])
+                self.say(ns, f"NACK {wire.NackReason(n['nack_reason']).name} PSN "
+                         f"{n['nack_psn']:#x} (entry {self._entry(n['entropy'])}); QP congested",
+                         self._on_dead(n["entropy"]))
+                self._apply(ns, o, "a trim")
+            after = self._suspects() & dead_paths
+            if after != before:
+                self.say(ns, f"  failed path {'SUSPECT' if after else 'no longer suspect'}")
+        self.note("entries at the end: " + ", ".join(
+            f"{i}:{s}" for i, s in enumerate(self.state) if self._on_dead(self.profile[i])))
+        return self
+
+    def state_at(self, entry: int, t_us: float) -> str:
+        """The model's state for ``entry`` at ``t_us`` (from t0)."""
+        return next((s for t, i, s, _ in reversed(self.events) if i == entry and t <= t_us),
+                    "GOOD")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mrcnic.verif.failover_trace",
+                                 description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", help="a run's output directory (results.json, pcap/)")
+    ap.add_argument("--host", type=int, default=0)
+    ap.add_argument("--qp", type=int, default=0)
+    ap.add_argument("--all", action="store_true", help="every event of the QP, not only the "
+                    "failed path's")
+    a = ap.parse_args(argv)
+    run = Path(a.run)
+    if not (run / "results.json").exists() or not (run / "pcap").is_dir():
+        ap.error(f"{run} has no results.json and pcap/: give a run's output directory")
+    Trace(run, a.host, a.qp, a.all).run_trace()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
