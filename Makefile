@@ -16,7 +16,8 @@ all: test
 help:
 	@echo "make demo              run the main job: an end-to-end MRC simulation (ARGS='--help')"
 	@echo "make test              the suite: every block and scenario once (builds cached under build/sim)"
-	@echo "make regress           the volume tier too: full-size scenarios, fuzz, fresh seeds (SEED=N replays)"
+	@echo "make regress           the volume tier too: full-size scenarios, fuzz, fresh seeds (SEED=N replays),"
+	@echo "                       and the link-down scenario on seeds 1-50 in three configurations"
 	@echo "make sim TEST=NAME     one testbench, e.g. TEST=header_parser or TEST=icrc_inserter"
 	@echo "make waves TEST=NAME   the same with FST waves (WAVES=1 works on any sim verb)"
 	@echo "make bench             figures into build/bench/results.json"
@@ -37,9 +38,11 @@ test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --durations=25 verif
 
 # Everything make test runs, plus the tests marked regress; seeds drawn fresh and printed
-# (SEED=N replays a run).
+# (SEED=N replays a run). Then the link-down scenario on seeds 1-50 in three configurations
+# (the demo's, at MTU 4096, over 4 planes x 8 spines), $(JOBS) runs at a time, and the spread.
 regress: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --durations=25 --regress verif
+	$(PY) -m mrcnic.verif.failover_sweep --configs demo,demo_mtu4096,demo_4x8 --seeds 1-50 --jobs $(JOBS)
 
 demo: $(STAMP)
 	$(PY) -m mrcnic.verif.demo $(ARGS)

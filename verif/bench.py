@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +22,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from mrcnic.verif import builds, harness
+from mrcnic.verif import builds, failover_sweep, harness
 from mrcnic.verif.tbkit import CLOCK_NS
 
 BLOCKS = {"system": ("system", builds.nic_system),
@@ -40,20 +41,24 @@ RX_PACKETS = {64: 256, 1024: 128, 4096: 64}
 
 
 #: The failover benches' transfer: 256 KiB each way on one QP pair, seed fixed.
-SYSTEM_OPTIONS = {"sizes": [256 * 1024, 256 * 1024], "back": None}
+SYSTEM_OPTIONS = failover_sweep.CONFIGS["bench"].options
 SYSTEM_SEED = 21
-#: More seeds for the same figures: where the dead path sits in each NIC's spray, and so how
-#: soon it loses its first packets, varies with the seed; the worst and the mean show how far
-#: the fixed seed's figure can be trusted.
-SYSTEM_SEEDS = (21, 31, 41, 51, 61)
+#: The same figures over many seeds, in two configurations: where the dead path sits in each
+#: NIC's spray, and so how soon it loses its first packets, varies with the seed.
+FAILOVER_CONFIGS = ("demo", "bench")
+FAILOVER_SEEDS = "1-20"
 SYSTEM_HOW = ("two NICs (verif/tb_system.py), 256 KiB written each way on one QP pair, seed "
               f"{SYSTEM_SEED}; failover_us: simulated time from the plane 0 spine 1 link's death "
               "(30% into the transfer, for good) to the last new or retransmitted data packet any "
               "NIC sprays onto a path through it; failover_rtts: the same over the base RTT (the "
               "RTT NIC 0 measures for one full data packet on the idle system, NICs and network "
               "together); fct_inflation_linkdown: time to "
-              "complete every write with the link death / without it; *_worst and *_mean: the "
-              f"same over seeds {', '.join(map(str, SYSTEM_SEEDS))} (failover_seeds each)")
+              "complete every write with the link death / without it. failover_rtts_p50, "
+              "failover_rtts_worst, fct_inflation_linkdown_worst: the same over seeds "
+              f"{FAILOVER_SEEDS} in each of the configurations "
+              f"{', '.join(FAILOVER_CONFIGS)} (verif/failover_sweep.py; suffixed _<config> for "
+              "one, unsuffixed the worse of them; failover_seeds each seed's; the plot "
+              "build/bench/failover.png)")
 
 
 #: The incast bench: 64 KiB from each sender to NIC 0 and 128 KiB from NIC 1 to NIC 2.
@@ -173,22 +178,43 @@ def _system(b, results, baseline=None):
     print(f"{'fct_inflation_linkdown':<28} {results['fct_inflation_linkdown']:.4f}   "
           f"({down['fct_us']:.1f} us with the link death / {clean['fct_us']:.1f} us without; "
           "goal <= 1.10)")
-    seeds = {SYSTEM_SEED: (rtts, inflation)}
-    for seed in SYSTEM_SEEDS:
-        if seed not in seeds:
-            _, r, i, _, _, _ = _linkdown(b, seed)
-            seeds[seed] = (r, i)
-            print(f"  seed {seed}: failover_rtts {r:.3f}, fct_inflation_linkdown {i:.4f}",
-                  flush=True)
-    results["failover_seeds"] = {str(s): {"failover_rtts": round(r, 3),
-                                          "fct_inflation_linkdown": round(i, 4)}
-                                 for s, (r, i) in seeds.items()}
-    for key, k in (("failover_rtts", 0), ("fct_inflation_linkdown", 1)):
-        values = [v[k] for v in seeds.values()]
-        results[f"{key}_worst"] = round(max(values), 4)
-        results[f"{key}_mean"] = round(sum(values) / len(values), 4)
-        print(f"{key + '_worst':<28} {max(values):.3f}   (mean {sum(values) / len(values):.3f} "
-              f"over seeds {', '.join(map(str, seeds))})")
+    _failover_seeds(results)
+
+
+def _failover_seeds(results):
+    """The failover figures' distribution over FAILOVER_SEEDS in each FAILOVER_CONFIGS."""
+    seeds = failover_sweep.parse_seeds(FAILOVER_SEEDS)
+    print(f"  ({len(seeds)} seeds x {len(FAILOVER_CONFIGS)} configurations, each with and "
+          "without the link death ...)", flush=True)
+    runs = failover_sweep.sweep(list(FAILOVER_CONFIGS), seeds, jobs=os.cpu_count() or 1,
+                                clean=True, root=harness.BUILD / "bench" / "failover",
+                                progress=None)
+    summary = failover_sweep.summarise(runs)
+    for stale in [k for k in results if k.startswith(("failover_rtts_", "fct_inflation_"))]:
+        del results[stale]
+    keys = ("failover_rtts_p50", "failover_rtts_worst", "fct_inflation_linkdown_worst")
+    goals = {"failover_rtts_worst": "<= 3", "fct_inflation_linkdown_worst": "<= 1.10"}
+    for name, s in summary.items():
+        failed = {**s["failed"], **{f"{k} (clean)": v for k, v in s["clean_failed"].items()}}
+        if failed:
+            print(f"  {name}: FAILED on seeds {failed}")
+        for key in keys:
+            results[f"{key}_{name}"] = round(s[key], 4)
+            worst = (f", seed {s[key + '_seed']}" if key + "_seed" in s else "")
+            print(f"{key + '_' + name:<36} {s[key]:.3f}   ({s['passed']}/{s['runs']} seeds "
+                  f"passed{worst}{'; goal ' + goals[key] if key in goals else ''})")
+    # Unsuffixed: the worse configuration's worst; the median of every seed of both.
+    for key in keys[1:]:
+        results[key] = max(results[f"{key}_{n}"] for n in summary)
+    results["failover_rtts_p50"] = round(statistics.median(
+        v for s in summary.values() for v in s["failover_rtts"].values()), 4)
+    results["failover_seeds"] = {name: {"failover_rtts": s["failover_rtts"],
+                                        "fct_inflation_linkdown": s["fct_inflation_linkdown"],
+                                        "failed": s["failed"]}
+                                 for name, s in summary.items()}
+    plot = harness.BUILD / "bench" / "failover.png"
+    failover_sweep.plot(summary, plot)
+    print(f"  (plot: {plot})")
 
 
 def main(argv=None) -> int:

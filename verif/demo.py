@@ -27,10 +27,9 @@ from collections import Counter
 from pathlib import Path
 
 from mrcnic.verif import builds, harness
+from mrcnic.verif.failover_sweep import demo_options
 from mrcnic.verif.scenarios import KIB, SCENARIOS
 from mrcnic.verif.tx_model import MTUS
-
-SMALL = (1, 7, 256, 1000, 4096, 10000, 64 * KIB)
 
 
 def _args(argv):
@@ -94,8 +93,8 @@ def main(argv=None) -> int:
     out = Path(a.out).resolve()     # (the simulation runs in its own directory)
     out.mkdir(parents=True, exist_ok=True)
     sc_cls = SCENARIOS[a.scenario]
-    sizes = tuple(sorted({s for s in SMALL if s < a.size} | {a.size}))
-    options = {"sizes": sizes, "mtu": a.mtu}
+    options = demo_options(a.size, a.mtu)
+    sizes = options["sizes"]
     sc = sc_cls(planes=a.planes, spines=a.spines, width=64, **options)
     print(f"mrcnic demo: scenario {a.scenario} ({sc.about}); seed {seed}")
     print(f"  two NICs, {a.planes} planes x {a.spines} spines, MTU {a.mtu}; writes of "

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from mrcnic.verif import builds, harness
+from mrcnic.verif.failover_trace import Trace
 
 KIB = 1024
 
@@ -22,11 +23,34 @@ def run_scenario(scenario, seed, options, out, width=64, build=None):
     if scenario == "linkdown":
         # The transfer reached the dead link: entries there were checked ASSUMED_BAD.
         assert results["dead_entries_checked"] >= 1, results["dead_entries_checked"]
+        _model_agrees(out, results)
     if scenario == "lossy":
         assert results["network"]["lost"] > 0 and results["network"]["duplicated"] > 0
     if scenario == "incast":
         assert results["victim"]["done_us"] < results["victim"]["incast_done_us"]
     return results
+
+
+def _model_agrees(out, results):
+    """The reliability engine's reference model, fed what each NIC's ports carried
+    (verif/failover_trace.py), retires the dead path's entries as the gateware did: each entry
+    the gateware had ASSUMED_BAD while the link was down, the model has too."""
+    at = results["snapshot_us"]["link down"] - results["t0_us"]
+    down = results["ev_states"]["link down"]
+    compared = 0
+    for key, entries in down.items():
+        bad = [i for i, (_, _, s) in enumerate(entries) if s == "ASSUMED_BAD"]
+        if not bad:
+            continue
+        h, q = (int(x) for x in key.split("."))
+        trace = Trace(out, h, q, quiet=True).run_trace()
+        for i in bad:
+            assert trace.state_at(i, at) == "ASSUMED_BAD", (
+                f"host {h} QP {q} entry {i}: ASSUMED_BAD in the NIC at {at:.1f} us, "
+                f"{trace.state_at(i, at)} in the model; its events: "
+                f"{[e for e in trace.events if e[1] == i]}")
+            compared += 1
+    assert compared, "no entry was ASSUMED_BAD while the link was down"
 
 
 @pytest.mark.parametrize("scenario, seed, options", [
