@@ -145,6 +145,8 @@ class Nic(wiring.Component):
             wiring.connect(m, getattr(tx, f"plane{p}"), flip(getattr(self, f"plane{p}")))
         m.d.comb += [
             tx.src_mac.eq(src_mac), tx.src_ip.eq(src_ip),
+            *[tx.next_hop[p].eq(getattr(bank, f"net_next_hop_p{p}")) for p in range(planes)],
+            *[rx.sid[p].eq(getattr(bank, f"net_sid_p{p}")) for p in range(planes)],
             tx.port_ready.eq(self.port_ready & bank.tx_plane_enable[:planes]),
         ]
 
@@ -239,6 +241,7 @@ class Nic(wiring.Component):
         tpl = tx.template_write.payload
         usids = tpl.usids.as_value()
         m.d.comb += [tpl.index.eq(bank.tpl_write.payload), tpl.block.eq(bank.tpl_block),
+                     tpl.wide.eq(bank.tpl_format),
                      tpl.count.eq(bank.tpl_count), tpl.spine_index.eq(bank.tpl_spine_index),
                      usids.eq(bank.tpl_usids[:len(usids)]),
                      tx.template_write.valid.eq(bank.tpl_write.valid),

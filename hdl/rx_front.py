@@ -16,8 +16,10 @@ from .stream import check_width, packet_layout
 
 __all__ = ["rx_meta_layout", "drop_reasons", "arrival_tc", "is_trimmed", "RxFront"]
 
-#: the frame filter's reason for a frame a guard cut short (after the parser's own reasons)
+#: the frame filter's reasons after the parser's own: a frame a guard cut short, and one for
+#: another node
 CUT = len(ParseError)
+NOT_MINE = CUT + 1
 
 
 def rx_meta_layout(planes):
@@ -39,18 +41,25 @@ def is_trimmed(parsed):
 
 
 def drop_reasons():
-    """The counters the front end keeps, by name: each parse error, a cut frame, a bad ICRC."""
-    return [e.name.lower() for e in ParseError if e is not ParseError.NONE] + ["cut", "icrc"]
+    """The counters the front end keeps, by name: each parse error, a cut frame, a bad ICRC,
+    a frame for another node."""
+    return [e.name.lower() for e in ParseError if e is not ParseError.NONE] + [
+        "cut", "icrc", "not_mine"]
 
 
 class RxFront(wiring.Component):
     """plane ports -> frame guards and merge -> header parser -> frame filter (drops what the
-    parser rejects, and cut frames) -> SRv6 decapsulator -> ICRC checker -> frame filter (drops
-    a bad ICRC, except on a trimmed frame, which the transport layer answers) -> ``o``.
+    parser rejects, cut frames, and frames for another node) -> SRv6 decapsulator -> ICRC
+    checker -> frame filter (drops a bad ICRC, except on a trimmed frame, which the transport
+    layer answers) -> ``o``.
 
     Every frame that leaves is plain RoCEv2 (Ethernet, the inner IPv6 packet, ICRC), with the
     parser's record of its outer and inner headers and its plane on every beat. Nothing else
     leaves: each frame dropped is counted by its reason.
+
+    An SRv6 frame is for this node when its outer destination is ``sid`` of the plane it came
+    on and no SRH segments are left (this NIC is the route's last SR node: RFC 8986 4.1 leaves
+    a packet to its upper layer only there); a ``sid`` of 0 takes any. Others are dropped.
 
     Parameters
     ----------
@@ -59,6 +68,7 @@ class RxFront(wiring.Component):
     Attributes
     ----------
     plane0 .. plane<N-1> : In(PacketStream(width))
+    sid : In(ArrayLayout(128, planes)): this NIC's SRv6 address on each plane
     o : Out(stream {data, keep, last, meta: rx_meta_layout(planes)})
     frames : Out(32), frames passed;  drop_<reason> : Out(32) for each of :func:`drop_reasons`
     """
@@ -72,13 +82,14 @@ class RxFront(wiring.Component):
         meta = rx_meta_layout(planes)
         self._ingress = RxIngress(width, planes, max_frame, timeout)
         self._parser = HeaderParser(width, max_segments, max_frame)
-        self._wellformed = FrameFilter(width, meta, CUT + 1, depth)
+        self._wellformed = FrameFilter(width, meta, NOT_MINE + 1, depth)
         self._decap = Srv6Decapsulator(width, max_segments)
         self._icrc = IcrcChecker(width)
         self._checked = FrameFilter(width, meta, 1, depth)
         members = {f"plane{p}": In(stream.Signature(packet_layout(width))) for p in range(planes)}
         members["o"] = Out(stream.Signature(data.StructLayout({
             **{n: f.shape for n, f in packet_layout(width)}, "meta": meta})))
+        members["sid"] = In(data.ArrayLayout(128, planes))
         members["frames"] = Out(32)
         members.update({f"drop_{r}": Out(32) for r in drop_reasons()})
         super().__init__(members)
@@ -113,9 +124,15 @@ class RxFront(wiring.Component):
         sd = side(sides.r_data)
         rec = parser.meta.payload
         v = wf.verdict.payload
+        sid = self.sid[sd.plane]
+        not_mine = Signal()
+        m.d.comb += not_mine.eq(
+            rec.outer_present & (sid != 0)
+            & ((rec.outer.dst != sid) | (rec.srh_present & (rec.srh.segments_left != 0))))
+        parsed_ok = rec.error == ParseError.NONE
         m.d.comb += [
-            v.drop.eq((rec.error != ParseError.NONE) | sd.cut),
-            v.reason.eq(Mux(sd.cut, CUT, rec.error.as_value())),
+            v.drop.eq(~parsed_ok | sd.cut | not_mine),
+            v.reason.eq(Mux(sd.cut, CUT, Mux(parsed_ok, NOT_MINE, rec.error.as_value()))),
             v.meta.parsed.eq(rec), v.meta.plane.eq(sd.plane),
             wf.verdict.valid.eq(parser.meta.valid & sides.r_rdy),
             parser.meta.ready.eq(wf.verdict.ready & sides.r_rdy),
@@ -172,5 +189,6 @@ class RxFront(wiring.Component):
                 m.d.comb += getattr(self, f"drop_{e.name.lower()}").eq(
                     getattr(wf, f"dropped{e.value}"))
         m.d.comb += [self.drop_cut.eq(getattr(wf, f"dropped{CUT}")),
+                     self.drop_not_mine.eq(getattr(wf, f"dropped{NOT_MINE}")),
                      self.drop_icrc.eq(ck.dropped0)]
         return m

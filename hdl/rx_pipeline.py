@@ -2,7 +2,7 @@
 acknowledgements out."""
 
 from amaranth import Module
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import RX_EVENTS, RX_FRONT_DROPS, RX_OUTCOMES
@@ -65,6 +65,7 @@ class RxPipeline(wiring.Component):
             "ack": Out(stream.Signature(ack_layout(qps))),
             "feedback": Out(stream.Signature(transport_layout(planes))),
             "coalesce": In(8), "timeout": In(32), "share_period": In(16),
+            "sid": In(data.ArrayLayout(128, planes)),
             **{name: Out(32) for name in rx_counter_names()},
         })
 
@@ -80,7 +81,8 @@ class RxPipeline(wiring.Component):
             wiring.connect(m, flip(getattr(self, name)), getattr(tr, name))
         m.d.comb += [self.ctx_addr.eq(tr.ctx_addr), tr.ctx.eq(self.ctx),
                      tr.coalesce.eq(self.coalesce), tr.timeout.eq(self.timeout),
-                     tr.share_period.eq(self.share_period)]
+                     tr.share_period.eq(self.share_period),
+                     front.sid.eq(self.sid)]
         for name in rx_counter_names():
             src = front if name == "frames" or name.startswith("drop_") else tr
             m.d.comb += getattr(self, name).eq(getattr(src, name))

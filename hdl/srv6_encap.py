@@ -26,8 +26,11 @@ def route_layout(templates):
 
 
 def template_layout(templates, max_usids):
+    """A template: its locator ``block`` (the low 16 bits used unless ``wide``: F3216's 32-bit
+    block, six uSIDs a carrier, against F1616's seven), its uSIDs in hop order and which is
+    the spine's."""
     return data.StructLayout({
-        "index": range(templates), "block": 16, "count": range(max_usids + 1),
+        "index": range(templates), "block": 32, "wide": 1, "count": range(max_usids + 1),
         "spine_index": range(max_usids), "usids": data.ArrayLayout(USID_BITS, max_usids)})
 
 
@@ -43,13 +46,16 @@ class Srv6Encapsulator(wiring.Component):
     and the EV's flow label, and takes its source address from ``src_ip``.
 
     Templates (block, uSIDs in hop order, which uSID is the spine's) are written through
-    ``template_write``; the block is 16 bits (F1616: seven uSIDs a carrier).
+    ``template_write``; the block is 16 bits (F1616: seven uSIDs a carrier) or 32 (F3216: six).
+
+    Every frame's Ethernet destination becomes ``next_hop`` of the plane its EV names, unless
+    that is 0: on a routed fabric the next hop is the leaf's router port, whatever the peer.
 
     Attributes
     ----------
     i : In(PacketStream(width));  route : In(stream route_layout)
     template_write : In(stream template_layout)
-    src_ip : In(128)
+    src_ip : In(128);  next_hop : In(ArrayLayout(48, planes))
     o : Out(PacketStream(width))
     """
 
@@ -63,13 +69,15 @@ class Srv6Encapsulator(wiring.Component):
         if not isinstance(max_usids, int) or not 1 <= max_usids <= 28:
             raise ValueError(f"max_usids must be 1 .. 28, not {max_usids!r}")
         self._templates, self._max_usids, self._ev = templates, max_usids, ev_layout
-        self._per_carrier = (128 - 16) // USID_BITS
-        self._carriers = -(-max_usids // self._per_carrier)
+        # (F3216 holds the fewer a carrier: the carriers are counted for it)
+        self._per_carrier = {False: (128 - 16) // USID_BITS, True: (128 - 32) // USID_BITS}
+        self._carriers = -(-max_usids // self._per_carrier[True])
         super().__init__({
             "i": In(PacketStream(width)),
             "route": In(stream.Signature(route_layout(templates))),
             "template_write": In(stream.Signature(template_layout(templates, max_usids))),
             "src_ip": In(128),
+            "next_hop": In(data.ArrayLayout(48, ev_layout.planes)),
             "o": Out(PacketStream(width)),
         })
 
@@ -121,7 +129,7 @@ class Srv6Encapsulator(wiring.Component):
             plane.eq(ev_plane(ev_l, route.ev)),
             spine.eq(ev_spine(ev_l, route.ev)),
         ]
-        usids = [Signal(USID_BITS, name=f"usid{i}") for i in range(C * PC)]
+        usids = [Signal(USID_BITS, name=f"usid{i}") for i in range(C * PC[False])]
         for i, u in enumerate(usids):
             if i < U:
                 with m.If(i < tpl.count):
@@ -129,10 +137,12 @@ class Srv6Encapsulator(wiring.Component):
                                      | Mux(tpl.spine_index == i, spine, 0))
         carriers = [Signal(128, name=f"carrier{c}") for c in range(C)]
         for c, carrier in enumerate(carriers):
-            m.d.comb += carrier.eq(Cat(*reversed(usids[c * PC:(c + 1) * PC]), tpl.block))
+            narrow = Cat(*reversed(usids[c * PC[False]:(c + 1) * PC[False]]), tpl.block[:16])
+            wide = Cat(*reversed(usids[c * PC[True]:(c + 1) * PC[True]]), tpl.block)
+            m.d.comb += carrier.eq(Mux(tpl.wide, wide, narrow))
         ncar = Signal(range(C + 1))
         for c in reversed(range(1, C + 1)):
-            with m.If(tpl.count <= c * PC):
+            with m.If(tpl.count <= c * Mux(tpl.wide, PC[True], PC[False])):
                 m.d.comb += ncar.eq(c)
         use_srh = Signal()
         m.d.comb += use_srh.eq((route.mode == SrMode.USID_SRH) | (ncar > 1))
@@ -163,7 +173,10 @@ class Srv6Encapsulator(wiring.Component):
                     m.d.sync += route.eq(self.route.payload)
                     m.next = "PREFIX"
             with m.State("PREFIX"):
-                eth = heads.r_data
+                # (the Ethernet destination is the header's first six bytes, first in the low bits)
+                hop = self.next_hop[ev_plane(ev_l, route.ev)]
+                eth = Cat(Mux(hop != 0, header_bytes({"dst": hop}, wire.ETHERNET)[:48],
+                              heads.r_data[:48]), heads.r_data[48:])
                 plain = route.mode == SrMode.PLAIN
                 m.d.comb += [
                     insert.prefix.valid.eq(heads.r_rdy),

@@ -76,6 +76,7 @@ class TxPipeline(wiring.Component):
     rx_ctx_addr : In(range(qps));  rx_ctx : Out(static_layout()), the QP context's read port
         for the receive side (a cycle of latency)
     src_mac, src_ip : In, this NIC's addresses;  port_ready : In(planes)
+    next_hop : In(ArrayLayout(48, planes)), each plane's Ethernet destination (0: the QP's)
     plane0 .. plane<N-1> : Out(PacketStream(width))
     requests : Out(32), work requests taken;  err_<reason> : Out(32), failed work requests by
     status (the register map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p> : Out(64)
@@ -128,6 +129,7 @@ class TxPipeline(wiring.Component):
             "timestamp": Out(16),
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
+            "next_hop": In(data.ArrayLayout(48, planes)),
             "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
             "status_sent": Out(32),
             "ev_view_qp": In(range(qps)), "ev_view_index": In(range(evs)),
@@ -159,7 +161,8 @@ class TxPipeline(wiring.Component):
             build.src_mac.eq(self.src_mac), build.src_ip.eq(self.src_ip),
             ackb.src_mac.eq(self.src_mac), ackb.src_ip.eq(self.src_ip),
             seg.rx_addr.eq(self.rx_ctx_addr), self.rx_ctx.eq(seg.rx_static),
-            srv6.src_ip.eq(self.src_ip), spray.port_ready.eq(self.port_ready),
+            srv6.src_ip.eq(self.src_ip), srv6.next_hop.eq(self.next_hop),
+            spray.port_ready.eq(self.port_ready),
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
             spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad), spray.hold.eq(self.hold),

@@ -34,7 +34,8 @@ from .regmap import (
 )
 from .wire import PROBE_DQP
 
-__all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "write_template", "configure_qp",
+__all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_addresses",
+           "write_template", "configure_qp",
            "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
            "set_reliability", "rel_counters", "ev_states", "set_congestion", "congestion", "mac_int",
            "ip_int"]
@@ -144,19 +145,38 @@ def set_addresses(mac: str | int, ip: str | int) -> Program:
 
 
 @_refusals_checked
+def set_plane_addresses(plane: int, next_hop: str | int | None = None,
+                        sid: str | int | None = None) -> Program:
+    """This NIC's place on plane ``plane``'s network: ``next_hop``, the MAC every frame sent
+    there goes to (the router port it is cabled to; 0: each QP's dst_mac), and ``sid``, its
+    own SRv6 address there (the route's last uSID is its own; 0: take any); ``None`` leaves
+    one as it is."""
+    planes = yield from read("global.planes")
+    if not isinstance(plane, int) or not 0 <= plane < planes:
+        raise RegisterError(f"plane must be 0 .. {planes - 1}, not {plane!r}")
+    if next_hop is not None:
+        yield from write(f"net.next_hop_p{plane}", mac_int(next_hop))
+    if sid is not None:
+        yield from write(f"net.sid_p{plane}", ip_int(sid))
+
+
+#: tpl.format: the carrier formats the NIC's templates have, by block length
+TEMPLATE_FORMATS = {16: 0, 32: 1}
+
+
+@_refusals_checked
 def write_template(index: int, tpl: UsidTemplate) -> Program:
-    if (tpl.block_bits, tpl.plane_shift) != (16, 12):
-        raise RegisterError(f"template {index}: the NIC's templates have a 16-bit block and the "
-                            f"plane at bit 12 of each uSID, not {tpl.block_bits} and "
-                            f"{tpl.plane_shift}")
+    if tpl.block_bits not in TEMPLATE_FORMATS or tpl.plane_shift != 12:
+        raise RegisterError(f"template {index}: the NIC's templates have a 16- or 32-bit block "
+                            f"(F1616, F3216) and the plane at bit 12 of each uSID, not "
+                            f"{tpl.block_bits} and {tpl.plane_shift}")
     yield from _below("template", index, "global.templates")
     most = yield from read("global.max_usids")
     if len(tpl.usids) > most:
         raise RegisterError(f"template {index} has {len(tpl.usids)} uSIDs; this NIC holds at "
                             f"most {most}")
-    if tpl.block >> 16:
-        raise RegisterError(f"template {index}: block {tpl.block:#x} is not 16 bits")
     yield from write("tpl.block", tpl.block)
+    yield from write("tpl.format", TEMPLATE_FORMATS[tpl.block_bits])
     yield from write("tpl.count", len(tpl.usids))
     yield from write("tpl.spine_index", tpl.spine_index)
     yield from write("tpl.usids", sum(u << (16 * i) for i, u in enumerate(tpl.usids)))

@@ -94,6 +94,8 @@ RX_FRONT_DROPS = {
     "length": "an IPv6 or UDP length that disagrees with the frame",
     "cut": "cut by its plane's guard: too long, or its next beat too late",
     "icrc": "wrong ICRC (a trimmed frame is not checked)",
+    "not_mine": "SRv6 frames for another node: an outer destination that is not this NIC's "
+                "SRv6 address on the plane it came on (net.sid_p<n>), or SRH segments left",
 }
 RX_OUTCOMES = {
     "placed": "new data packets written to host memory",
@@ -305,9 +307,26 @@ _EV = (
        "or the next), 2 ASSUMED_BAD (also an entry outside the profile), 3 DENIED."),
 )
 
+# The NIC's addresses on each plane's network.
+_NET = tuple(
+    _r("net", f"next_hop_p{p}", 0x800 + 8 * p, 48, "RW", 0,
+       f"The Ethernet destination of every frame sent on plane {p}: the MAC of the router port "
+       "the NIC is cabled to there (on a routed fabric the next hop is the leaf, not the peer). "
+       "0: each QP's qp.dst_mac.")
+    for p in range(MAX_PLANES)) + tuple(
+    _r("net", f"sid_p{p}", 0x840 + 16 * p, 128, "RW", 0,
+       f"This NIC's SRv6 address on plane {p} (the locator block and the NIC's own uSID): an "
+       "SRv6 frame that arrives there for another address, or with SRH segments left, is "
+       "dropped (rx.drop_not_mine). 0: any outer destination is taken.")
+    for p in range(MAX_PLANES))
+
 # uSID templates: one per destination leaf (see EV to path).
 _TPL = (
-    _r("tpl", "block", 0x500, 16, "RW", 0, "uSID block (the carrier's top 16 bits)."),
+    _r("tpl", "block", 0x500, 32, "RW", 0,
+       "The locator block, the carrier's top 16 or 32 bits (tpl.format)."),
+    _r("tpl", "format", 0x50C, 1, "RW", 0,
+       "The carrier format: 0 F1616 (16-bit block, seven 16-bit uSIDs a carrier), 1 F3216 "
+       "(32-bit block, six).", limit=1),
     _r("tpl", "count", 0x504, 4, "RW", 0, "uSIDs in the path (at most global.max_usids).",
        limit=2 * USID_WORDS),
     _r("tpl", "spine_index", 0x508, 4, "RW", 0,
@@ -344,7 +363,7 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
-    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(),
+    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(), *_NET,
 )
 
 

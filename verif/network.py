@@ -4,9 +4,10 @@ Every plane is a leaf-spine of its own: host ``h`` has one port per plane, cable
 of that plane, and every leaf of a plane is cabled to every spine of it. Each cable is two
 :class:`Link` objects, one per direction, each a queue drained at the link's rate followed by
 its latency. A switch forwards by the packet's outer uSID carrier as an SRv6 uN switch does
-(verif/fabric.py: its own uSID first, shift the rest, on to the next), so the NIC's source route
-decides the path; the last leaf hands the frame, still encapsulated, to the host below it (the
-NIC's receive side decapsulates).
+(verif/fabric.py's :func:`forward`, which a Linux router with the fabric's routes agrees with:
+its own uSID first, shift the rest, on to the next), so the NIC's source route decides the
+path; the last leaf forwards the frame, still encapsulated, to the NIC whose uSID comes last
+(the NIC's receive side decapsulates). What the kernel drops the model drops, counted by why.
 
 What the links do to traffic, all from a seeded generator so that a failure replays:
 
@@ -33,7 +34,7 @@ from cocotb.triggers import Event, Timer
 from cocotb.utils import get_sim_time
 
 from mrcnic import wire
-from mrcnic.verif.fabric import BLOCK, BLOCK_BITS, ip_offsets, leaf_usid, spine_usid, usid_step
+from mrcnic.verif.fabric import BLOCK, BLOCK_BITS, forward, ip_offsets
 from mrcnic.verif.pcap import Pcap
 
 __all__ = ["LinkConfig", "Link", "Failure", "Network", "trim"]
@@ -225,10 +226,11 @@ class Failure:
 class Network:
     """``hosts`` hosts (NICs), each on leaf ``h`` of every plane, ``spines`` spines a plane.
 
-    ``attach(h, plane, send)`` gives the function that hands frames to host ``h``'s port on
-    ``plane``; ``inject(h, plane, frame)`` is what that port sends. ``link_cfg(a, b)`` is the
-    configuration of the link from node ``a`` to node ``b`` (nodes are (kind, plane, number),
-    kind "host", "leaf" or "spine")."""
+    ``attach(h, plane, send, mac)`` gives the function that hands frames to host ``h``'s port on
+    ``plane`` (and its MAC, the Ethernet destination its leaf writes); ``inject(h, plane,
+    frame)`` is what that port sends. Routes are in the format of ``block`` (``block_bits``).
+    ``link_cfg(a, b)`` is the configuration of the link from node ``a`` to node ``b`` (nodes
+    are (kind, plane, number), kind "host", "leaf" or "spine")."""
     planes: int
     spines: int
     hosts: int
@@ -236,6 +238,8 @@ class Network:
     seed: int = 0
     pcap_dir: Path | None = None
     ev_of: object = None          # frame -> EV, for the per-path log
+    block: int = BLOCK
+    block_bits: int = BLOCK_BITS
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -248,55 +252,40 @@ class Network:
             self.link_cfg = lambda a, b: LinkConfig()
         self.links: dict[tuple, Link] = {}
         self.ports: dict[tuple, object] = {}
+        self.macs: dict[tuple, int] = {}
         self.count = Counter()
-        self.nodes = {}
-        for p in range(self.planes):
-            for h in range(self.hosts):
-                self.nodes[leaf_usid(p, h)] = ("leaf", p, h)
-            for s in range(self.spines):
-                self.nodes[spine_usid(p, s)] = ("spine", p, s)
         for p in range(self.planes):
             for h in range(self.hosts):
                 host, leaf = ("host", p, h), ("leaf", p, h)
-                self._link(host, leaf, lambda f, leaf=leaf: self._switch(leaf, f))
+                self._link(host, leaf, lambda f, leaf=leaf, host=host: self._switch(leaf, f, host))
                 self._link(leaf, host, lambda f, h=h, p=p: self.ports[(h, p)](f))
                 for s in range(self.spines):
                     spine = ("spine", p, s)
-                    self._link(leaf, spine, lambda f, spine=spine: self._switch(spine, f))
-                    self._link(spine, leaf, lambda f, leaf=leaf: self._switch(leaf, f))
+                    self._link(leaf, spine,
+                               lambda f, spine=spine, leaf=leaf: self._switch(spine, f, leaf))
+                    self._link(spine, leaf,
+                               lambda f, leaf=leaf, spine=spine: self._switch(leaf, f, spine))
 
     def _link(self, a, b, deliver):
         # The leaf-to-host link is the last hop: no ECN marking there.
         self.links[(a, b)] = Link(self, a, b, self.link_cfg(a, b), b[0] == "host", deliver)
 
-    def attach(self, host: int, plane: int, send) -> None:
+    def attach(self, host: int, plane: int, send, mac: int | None = None) -> None:
         self.ports[(host, plane)] = send
+        if mac is not None:
+            self.macs[(host, plane)] = mac
 
     def inject(self, host: int, plane: int, frame: bytes) -> None:
         self.links[(("host", plane, host), ("leaf", plane, host))].offer(frame)
 
-    def _switch(self, node, frame: bytes) -> None:
-        """A switch's forwarding decision (uN shift-and-forward)."""
-        kind, plane, n = node
-        step = usid_step(frame, BLOCK, BLOCK_BITS)
-        if step.error:
-            self.count[f"dropped: {step.error}"] += 1
+    def _switch(self, node, frame: bytes, came_from) -> None:
+        """A switch's forwarding decision (uN shift-and-forward, as fabric.forward says)."""
+        hop = forward(node, frame, self.hosts, self.spines, self.block, self.block_bits,
+                      lambda host: self.macs.get((host[2], host[1]), 0), came_from)
+        if hop.to is None:
+            self.count[f"dropped at a {node[0]}: {hop.why}"] += 1
             return
-        if step.next_usid is None:            # the route ends here: the host below this leaf
-            if kind != "leaf":
-                self.count["dropped: route ends at a spine"] += 1
-                return
-            self.links[(node, ("host", plane, n))].offer(step.frame)
-            return
-        if step.own != (leaf_usid(plane, n) if kind == "leaf" else spine_usid(plane, n)):
-            self.count["dropped: not this switch's uSID"] += 1
-            return
-        nxt = self.nodes.get(step.next_usid)
-        link = self.links.get((node, nxt)) if nxt else None
-        if link is None:
-            self.count["dropped: no link to the next uSID"] += 1
-            return
-        link.offer(step.frame)
+        self.links[(node, hop.to)].offer(hop.frame)
 
     def cable(self, a, b) -> list[Link]:
         """Both directions of the cable between nodes ``a`` and ``b``."""

@@ -31,7 +31,7 @@ from mrcnic.verif.tx_setup import OUTER_SRC, SRC_IP, SRC_MAC, configure, sent_ev
 CONTROL_TC = (wire.DscpClass.CONTROL << 2) | 0b10
 
 
-def expected_ack(ack, qp, peer, ev, template, layout, mode) -> bytes:
+def expected_ack(ack, qp, peer, ev, template, layout, mode, next_hops=None) -> bytes:
     """The frame the NIC must send for the model's acknowledgement ``ack`` on EV ``ev``."""
     sport, fl = ev_split(ev)
     if ack["kind"] == 0:
@@ -54,6 +54,9 @@ def expected_ack(ack, qp, peer, ev, template, layout, mode) -> bytes:
     if mode is not SrMode.PLAIN:
         pkt = encapsulate(pkt, template, layout, ev, src=OUTER_SRC,
                           force_srh=mode is SrMode.USID_SRH)
+    hop = (next_hops or {}).get(layout.plane(ev))
+    if hop is not None:
+        pkt[Ether].dst = hop
     return raw(pkt)
 
 
@@ -146,7 +149,7 @@ async def nic_receives_and_acknowledges(dut):
                                           "not one of its profile"
             assert cfg.layout.plane(ev) == k, f"EV {ev:#x} is not on plane {k}"
             want = expected_ack(have, q, cfg.qps[q], ev, cfg.templates[q % p["templates"]],
-                                cfg.layout, cfg.modes[q])
+                                cfg.layout, cfg.modes[q], cfg.next_hops)
             assert_frames_equal(want, frame, f"QP {q} acknowledgement")
 
     cpls = [plain(decode(completion_layout(Q), (await cpl.recv()).tdata))

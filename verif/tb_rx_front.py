@@ -1,7 +1,9 @@
-"""cocotb test of the RX front end: scapy-built frames, plain and SRv6, good, malformed, cut
-and with a bad ICRC, arrive on every plane; out come exactly the good ones, decapsulated to
-plain RoCEv2, each with the parser record the reference model computes and its plane, in each
-plane's order; every other frame is counted under the reason the model gives."""
+"""cocotb test of the RX front end: scapy-built frames, plain and SRv6, good, malformed, cut,
+with a bad ICRC, and for another node, arrive on every plane; out come exactly the good ones,
+decapsulated to plain RoCEv2, each with the parser record the reference model computes and its
+plane, in each plane's order; every other frame is counted under the reason the model gives.
+Plane 1 has an SRv6 address of its own (``sid``): there an SRv6 frame for another address, or
+with SRH segments left, is for another node; plane 0's is 0 and takes any."""
 
 import random
 
@@ -21,8 +23,13 @@ def strip_bytes(frame: bytes, kind: str) -> int:
     return {"plain": 0, "outer": 40}.get(kind, 48 + 8 * frame[55] if kind == "srh" else 0)
 
 
-def case(rng, p):
-    """(frame, reason or None if it must pass, what must leave if it passes)."""
+#: plane 1's SRv6 address (F3216: block fcbb:bb00, uSID 0x1031)
+SID = {1: 0xFCBB_BB00_1031 << 80}
+
+
+def case(rng, p, sid=0):
+    """(frame, reason or None if it must pass, what must leave if it passes), for a plane whose
+    SRv6 address is ``sid`` (0: any)."""
     K, MAX = p["max_segments"], p["max_frame"]
     r = rng.random()
     if r < 0.5:
@@ -30,9 +37,19 @@ def case(rng, p):
         if kind != "plain" and rng.random() < 0.5:
             f = _set(f, 14 + 7, bytes([f[21] ^ 0x3F]))   # outer hop limit: not in the ICRC
         s = strip_bytes(f, kind)
+        if kind != "plain" and sid:
+            # (the outer destination is not in the ICRC either)
+            mine = rng.random() < 0.6
+            f = _set(f, 14 + 24, (sid if mine else rng.getrandbits(128)).to_bytes(16, "big"))
+            if not mine or (kind == "srh" and f[14 + 40 + 3] != 0):
+                return f, "not_mine", None
         return f, None, f[:14] + f[14 + s:]
     if r < 0.65:
-        f, _ = _good(rng, p["max_payload"])
+        f, kind = _good(rng, p["max_payload"])
+        if kind != "plain" and sid:                      # (for this NIC: its ICRC is judged)
+            f = _set(f, 14 + 24, sid.to_bytes(16, "big"))
+            if kind == "srh" and f[14 + 40 + 3] != 0:
+                return f, "not_mine", None
         at = rng.randrange(len(f) - 4, len(f))           # the ICRC itself
         return _set(f, at, bytes([f[at] ^ (1 << rng.randrange(8))])), "icrc", None
     f, why = _malformed(rng, p["max_payload"], MAX)
@@ -50,8 +67,10 @@ async def rx_front_passes_only_good_frames(dut):
     p = params()
     rng = random.Random(p["seed"])
     P = p["planes"]
-    cases = {pl: [case(rng, p) for _ in range(p["count"] // P)] for pl in range(P)}
+    cases = {pl: [case(rng, p, SID.get(pl, 0)) for _ in range(p["count"] // P)]
+             for pl in range(P)}
     await setup(dut)
+    dut.sid.value = sum(s << (128 * pl) for pl, s in SID.items() if pl < P)
     srcs = [source(dut, f"plane{pl}", rng, p["gap"]) for pl in range(P)]
     out = sink(dut, "o", rng, p["backpressure"])
     rules = StreamRules(dut, "o")

@@ -1,5 +1,6 @@
 """cocotb test of SRv6 encapsulation: each frame out equals the scapy packet the EV mapping of
-mrcnic.evmap says the network must carry."""
+mrcnic.evmap says the network must carry, in both carrier formats (F1616, F3216), addressed to
+its plane's next hop where one is set."""
 
 import random
 
@@ -16,6 +17,10 @@ from mrcnic.verif.packets import assert_frames_equal, encapsulate, random_mrc
 from mrcnic.verif.tbkit import PcapTap, params, setup, sink, source
 
 SRC = (0xFC00 << 112) | 0x99
+#: (block, bits) of each format: F1616, F3216
+FORMATS = ((0xFCBB, 16), (0xFCBBBB00, 32))
+#: plane 1's next hop (a router port); plane 0 has none: frames keep their own destination
+NEXT_HOP = {1: 0x02_00_00_0E_00_01}
 
 
 @cocotb.test()
@@ -26,15 +31,18 @@ async def frames_leave_source_routed(dut):
     layout = EvLayout(planes=2, spines=4)
     await setup(dut)
     dut.src_ip.value = SRC
+    dut.next_hop.value = sum(mac << (48 * pl) for pl, mac in NEXT_HOP.items())
     tw = source(dut, "template_write")
     templates = {}
     for t in range(T):
-        hops = [3, 7, 8, 9, 14, 1][t % 6] if t < 6 else rng.randint(1, U)
-        templates[t] = UsidTemplate(0xFCBB, tuple(rng.randrange(0x20, 0x1000) & ~0xF
-                                                  for _ in range(hops)),
-                                    spine_index=rng.randrange(hops))
+        # (6, 7, 8 and 14 uSIDs fill a carrier of one format or the other exactly)
+        hops = [3, 6, 7, 8, 9, 14, 1, 12][t % 8] if t < 8 else rng.randint(1, U)
+        block, bits = FORMATS[t % 2]
+        templates[t] = UsidTemplate(block, tuple(rng.randrange(0x20, 0x1000) & ~0xF
+                                                 for _ in range(hops)),
+                                    spine_index=rng.randrange(hops), block_bits=bits)
         await tw.send(AxiStreamFrame(encode(template_layout(T, U), {
-            "index": t, "block": 0xFCBB, "count": hops,
+            "index": t, "block": block, "wide": bits == 32, "count": hops,
             "spine_index": templates[t].spine_index,
             "usids": sum(u << (16 * i) for i, u in enumerate(templates[t].usids))})))
     await tw.wait()
@@ -54,6 +62,9 @@ async def frames_leave_source_routed(dut):
         else:
             want = raw(encapsulate(pkt, templates[t], layout, ev, src="fc00::99",
                                    force_srh=mode is SrMode.USID_SRH))
+        hop = NEXT_HOP.get(layout.plane(ev))
+        if hop is not None:
+            want = hop.to_bytes(6, "big") + want[6:]
         expected.append(want)
         await route.send(AxiStreamFrame(encode(route_layout(T), {
             "ev": ev, "template": t, "mode": mode, "tc": frame[14] << 4 & 0xF0 | frame[15] >> 4,

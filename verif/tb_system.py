@@ -24,7 +24,16 @@ from mrcnic.hdl.rx_event import completion_layout as rx_completion_layout
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regclient import AsyncRegisterClient
-from mrcnic.verif.fabric import ip_offsets, template
+from mrcnic.verif.fabric import (
+    FORMATS,
+    host_usid,
+    ip_offsets,
+    nic_ip,
+    nic_mac,
+    port_mac,
+    sid,
+    template,
+)
 from mrcnic.verif.host_memory import HostMemory
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.network import Network, tc_of
@@ -81,14 +90,6 @@ class Host:
     arrived: list = field(default_factory=list)  # whole data frames in: (ns, dqp, rtx, bytes)
 
 
-def host_mac(h):
-    return f"02:00:00:00:00:{h + 1:02x}"
-
-
-def host_ip(h):
-    return (0xFD00 << 112) | (h + 1)
-
-
 class System:
     def __init__(self, dut, p, sc: Scenario, seed: int):
         self.dut, self.p, self.sc, self.seed = dut, p, sc, seed
@@ -104,12 +105,22 @@ class System:
         self.out = Path(p.get("out") or run_dir())
         self.out.mkdir(parents=True, exist_ok=True)
         pcaps = self.out / "pcap" if p.get("pcaps", True) else None
-        self.net = Network(self.P, self.S, sc.hosts, link_cfg=sc.link, seed=seed, pcap_dir=pcaps,
-                           ev_of=frame_ev)
+        # The route format (verif/fabric.py's FORMATS); the network: the model, or Linux's.
+        self.block, self.block_bits = FORMATS[p.get("format", "F3216")]
+        if p.get("linux"):
+            from mrcnic.verif.linux_net import LinuxNetwork
+            self.net = LinuxNetwork(p["linux"])
+            assert (self.net.block, self.net.block_bits) == (self.block, self.block_bits)
+        else:
+            self.net = Network(self.P, self.S, sc.hosts, link_cfg=sc.link, seed=seed,
+                               pcap_dir=pcaps, ev_of=frame_ev, block=self.block,
+                               block_bits=self.block_bits)
         self.hosts: list[Host] = []
         self.messages: dict[tuple, Message] = {}
         self.profiles: dict[tuple, list[int]] = {}     # (host, QP) -> its EVs, as loaded
         self.progress = open(self.out / "progress.jsonl", "w", buffering=1)
+        self.landed = 0                           # payload bytes arrived, each PSN once
+        self.seen: set = set()
         self.t0 = 0.0
         self.free_send: dict[int, int] = {}       # the next free address of each send buffer
         self.free_recv: dict[tuple, int] = {}     # ...and of each (host, QP) receive region
@@ -135,7 +146,8 @@ class System:
             self.hosts.append(host)
             for pl in range(P):
                 rx = source(dut, f"{pre}rx_plane{pl}")
-                self.net.attach(h, pl, lambda f, rx=rx, host=host: self._arrive(host, rx, f))
+                self.net.attach(h, pl, lambda f, rx=rx, host=host: self._arrive(host, rx, f),
+                                mac=driver.mac_int(nic_mac(h)))
                 cocotb.start_soon(self._transmit(host, pl, sink(dut, f"{pre}plane{pl}")))
             cocotb.start_soon(self._completions(host))
             cocotb.start_soon(self._receptions(host))
@@ -144,11 +156,20 @@ class System:
         for host in self.hosts:
             await host.regs.run(driver.set_enabled(True))
 
-    @staticmethod
-    def _arrive(host, rx, frame):
+    def _arrive(self, host, rx, frame):
         op, dqp, rtx = frame_bth(frame)
         if op in DATA_OPCODES and tc_of(frame) >> 2 != wire.DscpClass.TRIMMED:
             host.arrived.append((get_sim_time("ns"), dqp, rtx, len(frame)))
+            # Payload bytes as they land: each PSN's first whole arrival.
+            _, inner = ip_offsets(frame)
+            bth = wire.BTH.unpack(frame[inner + wire.IPV6.length + wire.UDP.length:])
+            key = (host.index, dqp, bth["psn"])
+            if key not in self.seen:
+                self.seen.add(key)
+                udp_len = int.from_bytes(frame[inner + 44:inner + 46], "big")
+                ext = sum(h.length for h in wire.headers_after_bth(op, bool(bth["tsh"])))
+                self.landed += (udp_len - wire.UDP.length - wire.BTH.length - ext
+                                - wire.ICRC_BYTES)
         rx.send_nowait(AxiStreamFrame(frame))
 
     async def _transmit(self, host, pl, snk):
@@ -180,12 +201,19 @@ class System:
     async def _configure(self, host):
         h, regs = host.index, host.regs
         await regs.run(driver.identify())
-        await regs.run(driver.set_addresses(host_mac(h), host_ip(h)))
+        await regs.run(driver.set_addresses(nic_mac(h), nic_ip(h)))
+        # Each plane: frames go to the leaf's port; the routes end at this NIC's own uSID.
+        for pl in range(self.P):
+            leaf = ("leaf", pl, h)
+            next_hop = (self.net.leaf_mac(h, pl) if hasattr(self.net, "leaf_mac")
+                        else port_mac(leaf, ("host", pl, h)))
+            await regs.run(driver.set_plane_addresses(
+                pl, next_hop=next_hop, sid=sid(host_usid(pl, h), self.block, self.block_bits)))
         for d in range(self.sc.hosts):
-            await regs.run(driver.write_template(d, template(h, d)))
+            await regs.run(driver.write_template(d, template(h, d, self.block, self.block_bits)))
         for q, peer in self.peers[h].items():
             await regs.run(driver.configure_qp(q, driver.QpConfig(
-                dqp=q, dst_mac=host_mac(peer), dst_ip=host_ip(peer), template=peer,
+                dqp=q, dst_mac=nic_mac(peer), dst_ip=nic_ip(peer), template=peer,
                 mtu=self.sc.mtu, next_psn=self._psn(h, peer, q), msn=self._msn(h, peer, q),
                 rkey=0x100 + q, mr_va=RECV_BASE + q * REGION, mr_length=REGION,
                 rx_psn=self._psn(peer, h, q), rx_msn=self._msn(peer, h, q))))
@@ -274,19 +302,20 @@ async def scenario(dut):
     for f in failures:
         if f.ports:
             cocotb.start_soon(_ports(sysm, f))
+    sysm.landed = 0                 # (the RTT warm-up write is not the scenario's)
     await sysm.post_all()
-    total = len(sysm.messages)
+    work = [m for m in sysm.messages.values() if m.posted_ns >= t0]
+    total = len(work)
     deadline = t0 + sc.timeout_us * 1000
     last_report = 0.0
     states_seen = {}
     while True:
-        done = sum(m.done_ns is not None for m in sysm.messages.values())
+        done = sum(m.done_ns is not None for m in work)
         now = get_sim_time("ns")
         if now - last_report >= sc.report_us * 1000:
             last_report = now
-            sysm.log(event="progress", done=done, total=total,
-                     delivered=sum(len(m.data) for m in sysm.messages.values()
-                                   if m.done_ns is not None))
+            sysm.log(event="progress", done=done, total=total, landed=sysm.landed,
+                     bytes=sum(len(m.data) for m in work))
         for at_ns, label in sc.snapshots(t0):
             if label not in states_seen and now >= at_ns:
                 states_seen[label] = await sysm.ev_states()

@@ -108,7 +108,8 @@ async def tx_sends_what_the_reference_says(dut):
         assert pl == layout.plane(ev), f"packet {k}: EV {ev:#x} is on plane " \
                                        f"{layout.plane(ev)}, left on plane {pl}"
         per_plane[q][pl] += 1
-        assert_frames_equal(reference_frame(want, frame, templates[q % T], layout, modes[q]),
+        assert_frames_equal(reference_frame(want, frame, templates[q % T], layout, modes[q],
+                                            cfg.next_hops),
                             frame, f"packet {k} (QP {q}, plane {pl})")
     for q, counts in per_plane.items():
         if sum(counts) > 1:

@@ -97,8 +97,14 @@ def test_addresses_and_templates_are_checked_first():
     bus, c = nic()
     with pytest.raises(RegisterError, match="not an IPv6"):
         c.run(driver.set_addresses("02:00:00:00:00:01", "fd00::1::"))
-    with pytest.raises(RegisterError, match="16-bit block"):
-        c.run(driver.write_template(0, UsidTemplate(0xFCBB_0001, (0x100,), 0, block_bits=32)))
+    with pytest.raises(RegisterError, match="16- or 32-bit block"):
+        c.run(driver.write_template(0, UsidTemplate(0xFCBB_0001_0002, (0x100,), 0, block_bits=48)))
+    with pytest.raises(RegisterError, match="plane must be 0 .. 1, not 2"):
+        c.run(driver.set_plane_addresses(2, next_hop="02:00:00:00:0e:01"))
+    with pytest.raises(RegisterError, match="not a MAC"):
+        c.run(driver.set_plane_addresses(0, next_hop="02:00"))
+    with pytest.raises(RegisterError, match="not an IPv6"):
+        c.run(driver.set_plane_addresses(0, sid="fcbb::1::"))
     assert bus.writes == []
 
 
@@ -124,6 +130,12 @@ def test_qp_and_template_land_in_their_registers():
     assert commands(bus, "qp.write") == [1]
     c.run(driver.write_template(3, UsidTemplate(0xFCBB, (0x100, 0x200, 0x300), spine_index=1)))
     assert c.read("tpl.usids") == 0x0300_0200_0100 and c.read("tpl.count") == 3
+    assert c.read("tpl.format") == 0 and c.read("tpl.block") == 0xFCBB
+    c.run(driver.write_template(2, UsidTemplate(0xFCBBBB00, (0x21,), 0, block_bits=32)))
+    assert c.read("tpl.format") == 1 and c.read("tpl.block") == 0xFCBBBB00
+    c.run(driver.set_plane_addresses(1, next_hop="02:00:00:00:0e:01", sid="fcbb:bb00:1031::"))
+    assert c.read("net.next_hop_p1") == 0x02_00_00_00_0E_01
+    assert c.read("net.sid_p1") == 0xFCBB_BB00_1031 << 80 and c.read("net.sid_p0") == 0
     with pytest.raises(RegisterError, match="at most 2"):
         _, small = nic(max_usids=2)
         small.run(driver.write_template(0, UsidTemplate(0xFCBB, (1, 2, 3), spine_index=0)))

@@ -39,6 +39,7 @@ class TxConfig:
     qps: dict = field(default_factory=dict)
     modes: dict = field(default_factory=dict)
     profiles: dict = field(default_factory=dict)
+    next_hops: dict = field(default_factory=dict)     # plane -> the MAC its frames go to
     regs: AsyncRegisterClient | None = None
 
 
@@ -76,9 +77,15 @@ async def configure(dut, p, rng, *, mtu_code=None, modes=None, not_ready=(), lat
         await regs.run(driver.set_congestion(**congestion))
     for t in range(T):
         hops = (3, 9, 14, 5)[t % 4]
-        cfg.templates[t] = UsidTemplate(0xFCBB, tuple(rng.randrange(0x20, 0x1000) & ~0xF
-                                                      for _ in range(hops)), rng.randrange(hops))
+        block, bits = ((0xFCBB, 16), (0xFCBBBB00, 32))[t // 2 % 2]      # F1616, F3216
+        cfg.templates[t] = UsidTemplate(block, tuple(rng.randrange(0x20, 0x1000) & ~0xF
+                                                     for _ in range(hops)), rng.randrange(hops),
+                                        block_bits=bits)
         await regs.run(driver.write_template(t, cfg.templates[t]))
+    # The last plane sends to a router port, the others to each QP's own destination.
+    cfg.next_hops = {P - 1: "02:00:00:00:0e:01"}
+    for pl, mac in cfg.next_hops.items():
+        await regs.run(driver.set_plane_addresses(pl, next_hop=mac))
     modes = modes or (SrMode.USID, SrMode.USID_SRH, SrMode.PLAIN, SrMode.USID)
     for q in range(Q):
         code = rng.choice(sorted(MTU_CODES)) if mtu_code is None else mtu_code
@@ -117,10 +124,10 @@ def sent_ev(frame: bytes) -> int:
     return (inner[UDP].sport << 16) | (inner.fl & 0xFFFF)
 
 
-def reference_frame(want, frame: bytes, template, layout, mode) -> bytes:
+def reference_frame(want, frame: bytes, template, layout, mode, next_hops=None) -> bytes:
     """What the TX pipeline must send for the reference sender's packet ``want``, given the EV
     and TSETH timestamp it chose (read from ``frame``): the packet on that EV, encapsulated per
-    ``mode``, ICRC included."""
+    ``mode``, ICRC included, to its plane's next hop if ``next_hops`` ({plane: MAC}) has one."""
     ev = sent_ev(frame)
     w = want.copy()
     w[UDP].sport, w[IPv6].fl = ev_split(ev)
@@ -130,4 +137,7 @@ def reference_frame(want, frame: bytes, template, layout, mode) -> bytes:
     if mode is not SrMode.PLAIN:
         w = encapsulate(w, template, layout, ev, src=OUTER_SRC,
                         force_srh=mode is SrMode.USID_SRH)
+    hop = (next_hops or {}).get(layout.plane(ev))
+    if hop is not None:
+        w[Ether].dst = hop
     return raw(w)
