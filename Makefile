@@ -9,12 +9,13 @@ JOBS     ?= 2
 TEST     ?=
 ARGS     ?=
 
-.PHONY: all setup test regress demo sim waves fst-deps bench coverage lint docs clean distclean help
+.PHONY: all setup test regress demo demo-linux sim waves fst-deps bench coverage lint docs clean distclean help
 
 all: test
 
 help:
 	@echo "make demo              run the main job: an end-to-end MRC simulation (ARGS='--help')"
+	@echo "make demo-linux        the demo across a real Linux SRv6 fabric (root; pcaps in build/demo-linux)"
 	@echo "make test              the suite: every block and scenario once (builds cached under build/sim)"
 	@echo "make regress           the volume tier too: full-size scenarios, fuzz, fresh seeds (SEED=N replays),"
 	@echo "                       and the link-down scenario on seeds 1-50 in three configurations"
@@ -46,6 +47,10 @@ regress: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m mrcnic.verif.demo $(ARGS)
+
+# The same across a real Linux SRv6 fabric (namespaces, the kernel's seg6local uN): needs root.
+demo-linux: $(STAMP)
+	$(PY) -m mrcnic.verif.demo --fabric linux --out build/demo-linux $(ARGS)
 
 # Verilator's FST writer needs lz4.h (Debian's liblz4-dev); installed here when missing.
 fst-deps:

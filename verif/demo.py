@@ -18,8 +18,10 @@ Each run prints its seed; ``--seed`` replays it exactly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
+import shutil
 import sys
 import threading
 import time
@@ -27,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from mrcnic.verif import builds, harness
+from mrcnic.verif.fabric import FORMATS, nic_mac
 from mrcnic.verif.failover_sweep import demo_options
 from mrcnic.verif.scenarios import KIB, SCENARIOS
 from mrcnic.verif.tx_model import MTUS
@@ -44,6 +47,12 @@ def _args(argv):
     ap.add_argument("--mtu", type=int, default=1024, help=f"one of {MTUS}")
     ap.add_argument("--planes", type=int, default=2, help="network planes: 1, 2 or 4")
     ap.add_argument("--spines", type=int, default=4, help="spines per plane (1..8)")
+    ap.add_argument("--fabric", default="model", choices=("model", "linux"),
+                    help="model: the timed network model (verif/network.py); linux: a real "
+                         "Linux SRv6 fabric in network namespaces, the kernel forwarding (root; "
+                         "scenarios clean and linkdown; make demo-linux)")
+    ap.add_argument("--format", default="F3216", choices=list(FORMATS),
+                    help="the route format: F3216 (32-bit locator block) or F1616")
     ap.add_argument("--seed", type=int, default=None, help="replay a run (printed each run)")
     ap.add_argument("--out", default=str(harness.BUILD / "demo"), help="where results go")
     a = ap.parse_args(argv)
@@ -57,6 +66,13 @@ def _args(argv):
         ap.error(f"--spines must be 1 .. 8, not {a.spines}")
     if a.scenario == "planedown" and a.planes < 2:
         ap.error("--scenario planedown needs at least 2 planes")
+    if a.fabric == "linux":
+        if a.scenario not in ("clean", "linkdown"):
+            ap.error(f"--fabric linux runs the clean and linkdown scenarios, not {a.scenario}")
+        from mrcnic.verif.linux_fabric import unsupported
+        why = unsupported()
+        if why:
+            ap.error(f"--fabric linux cannot run here: {why}")
     if a.scenario == "linkdown" and a.spines < 2:
         ap.error("--scenario linkdown needs at least 2 spines")
     return a
@@ -82,7 +98,8 @@ def _follow(path: Path, stop: threading.Event):
             seen += 1
             if e["event"] == "progress":
                 print(f"  t = {e['t_us']:8.1f} us   {e['done']}/{e['total']} messages complete, "
-                      f"{e['delivered'] / 1024:9.1f} KiB delivered", flush=True)
+                      f"{e['landed'] / 1024:7.1f} of {e['bytes'] / 1024:.1f} KiB landed",
+                      flush=True)
             elif e["event"] == "failure":
                 print(f"  t = {e['t_us']:8.1f} us   {e['what']}", flush=True)
 
@@ -102,23 +119,31 @@ def main(argv=None) -> int:
 
     _stage("building the two-NIC system under Verilator (cached after the first run)")
     b = builds.nic_system(64, 2, planes=a.planes, spines=a.spines)
-    _stage(f"running: about {sc.transfer_us():.0f} us of network time to simulate")
+    params = builds.system_params(64, a.scenario, seed, options, planes=a.planes,
+                                  spines=a.spines, out=str(out), format=a.format)
     progress = out / "progress.jsonl"
     if progress.exists():
         progress.unlink()
     stop = threading.Event()
     follower = threading.Thread(target=_follow, args=(progress, stop), daemon=True)
-    follower.start()
     failed = None
-    try:
-        harness.run(b, "mrcnic.verif.tb_system", builds.system_params(
-            64, a.scenario, seed, options, planes=a.planes, spines=a.spines, out=str(out)),
-            run_dir=out / "sim")
-    except harness.SimulationFailed as e:
-        failed = str(e)
-    finally:
-        stop.set()
-        follower.join()
+    with contextlib.ExitStack() as stack:
+        if a.fabric == "linux":
+            _stage(f"building the Linux SRv6 fabric: {a.planes} planes x (2 leaves + "
+                   f"{a.spines} spines), a namespace each, seg6local End next-csid ({a.format})")
+            params.update(_linux(stack, a, out))
+            _stage("running: the kernel forwards every frame; the simulated NICs reach it "
+                   "through TAP devices")
+        else:
+            _stage(f"running: about {sc.transfer_us():.0f} us of network time to simulate")
+        follower.start()
+        try:
+            harness.run(b, "mrcnic.verif.tb_system", params, run_dir=out / "sim")
+        except harness.SimulationFailed as e:
+            failed = str(e)
+        finally:
+            stop.set()
+            follower.join()
     results_file = out / "results.json"
     if failed or not results_file.exists():
         # The assertion that stopped it, without the simulator's log around it.
@@ -127,19 +152,34 @@ def main(argv=None) -> int:
         print("FAILED: " + "\n  ".join(why))
         print(f"  (the whole story: {out}/pcap is what the links carried, {out}/sim/sim.log "
               "the simulation's log)")
-        print(f"\nreplay: make demo ARGS='--scenario {a.scenario} --seed {seed}'")
+        print(f"\nreplay: {_replay(a, seed)}")
         return 1
     r = json.loads(results_file.read_text())
     _summary(r, a, out)
     return 0
 
 
+def _linux(stack, a, out) -> dict:
+    """Builds the Linux fabric for the run (torn down when ``stack`` closes); the testbench's
+    parameters that put the NICs on it."""
+    from mrcnic.verif.linux_fabric import LinuxFabric
+    from mrcnic.verif.linux_net import spec
+    block, bits = FORMATS[a.format]
+    pcaps = out / "pcap"
+    if pcaps.exists():
+        shutil.rmtree(pcaps)
+    fab = stack.enter_context(LinuxFabric(
+        planes=a.planes, spines=a.spines, hosts=2, block=block, block_bits=bits,
+        nic_macs={(h, p): nic_mac(h) for h in range(2) for p in range(a.planes)},
+        pcap_dir=pcaps))
+    return {"linux": spec(fab), "pcaps": False}
+
+
 def _summary(r, a, out):
     P, S = r["planes"], r["spines"]
     print()
     print("summary")
-    print(f"  seed               {r['seed']}  (replay: make demo ARGS='--scenario {a.scenario} "
-          f"--seed {r['seed']}')")
+    print(f"  seed               {r['seed']}  (replay: {_replay(a, r['seed'])})")
     print(f"  messages           {r['messages']}, {r['bytes']} bytes, all byte-exact, each "
           "completed once on both sides")
     print(f"  transfer           {r['fct_us']:.1f} us of simulated time; goodput "
@@ -150,10 +190,15 @@ def _summary(r, a, out):
               f"{c['ev_bad']}; probes {c['probes_sent']} sent, {c['probes_answered']} answered; "
               f"port status {c['status_sent']} sent, {c['status_received']} received")
     net = r["network"]
-    print(f"  network            {net.get('delivered', 0)} link deliveries; lost "
-          f"{net.get('lost', 0)}, dropped at dead links {net.get('dropped_down', 0)}, trimmed "
-          f"{net.get('trimmed', 0)}, ECN-marked {net.get('ecn_marked', 0)}, duplicated "
-          f"{net.get('duplicated', 0)}")
+    if a.fabric == "linux":
+        print(f"  network            Linux routers ({a.format}, seg6local End next-csid): "
+              f"{net.get('sent', 0)} frames sent into them, {net.get('delivered', 0)} delivered "
+              "to the NICs")
+    else:
+        print(f"  network            {net.get('delivered', 0)} link deliveries; lost "
+              f"{net.get('lost', 0)}, dropped at dead links {net.get('dropped_down', 0)}, "
+              f"trimmed {net.get('trimmed', 0)}, ECN-marked {net.get('ecn_marked', 0)}, "
+              f"duplicated {net.get('duplicated', 0)}")
     for f, fo in zip(r["failures"], r["failover"], strict=True):
         until = ("never returns" if f["until_us"] is None
                  else f"returns at {f['until_us'] - r['t0_us']:.1f} us")
@@ -165,7 +210,8 @@ def _summary(r, a, out):
                   f"{fo['last_after_us']:.2f} us after it died "
                   f"({fo['last_after_us'] / r['base_rtt_us']:.2f} base RTTs of "
                   f"{r['base_rtt_us']:.2f} us, as NIC 0 measured it idle; "
-                  f"{r['wire_rtt_us']:.2f} us of it on the wire)")
+                  + ("the Linux routers take no simulated time)" if a.fabric == "linux" else
+                     f"{r['wire_rtt_us']:.2f} us of it on the wire)"))
     # Per EV: its state for host 0's QP 0, at each snapshot.
     for label, states in r["ev_states"].items():
         entries = states.get("0.0", [])
@@ -181,10 +227,21 @@ def _summary(r, a, out):
     print("  frames per path    " + "  ".join(f"p{p}s{s}: {per_path[(p, s)]}"
                                                for p in range(P) for s in range(S)))
     _plot(out / "paths.png", r)
-    print(f"\n  pcaps: {out}/pcap/ (one per link direction, e.g. p0_host0-p0_leaf0.pcap; open "
-          "with wireshark or `mrcnic decode FILE`)")
+    if a.fabric == "linux":
+        print(f"\n  pcaps: {out}/pcap/ (one per link direction of the Linux fabric, wall-clock "
+              "stamps; a spine's, e.g. p0_leaf0-p0_spine1.pcap then p0_spine1-p0_leaf1.pcap, "
+              "show the outer destination shift one uSID a hop; tshark or `mrcnic decode`)")
+    else:
+        print(f"\n  pcaps: {out}/pcap/ (one per link direction, e.g. p0_host0-p0_leaf0.pcap; "
+              "open with wireshark or `mrcnic decode FILE`)")
     print(f"  plot:  {out}/paths.png (frames per path over time)")
     print(f"  data:  {out}/results.json")
+
+
+def _replay(a, seed) -> str:
+    verb = "make demo-linux" if a.fabric == "linux" else "make demo"
+    fmt = f" --format {a.format}" if a.format != "F3216" else ""
+    return f"{verb} ARGS='--scenario {a.scenario} --seed {seed}{fmt}'"
 
 
 def _path(ev, planes, spines):
