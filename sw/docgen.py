@@ -60,8 +60,22 @@ def wire_format_md() -> str:
             if f.choice:
                 out.append(f"- **{hdr.name}.{f.name}**: {f.choice}.")
     out += ["- **NETH nack_reason values, SackMark values, DSCP values**: numbered as above.",
-            "- **UDP checksum**: sent as zero (allowed for RoCEv2 over IPv6, which the ICRC "
-            "protects); masked in the ICRC either way.",
+            "- **UDP checksum**: zero on every packet the NIC sends; on receipt it is not checked "
+            "(the ICRC is), and it is masked in the ICRC either way. Over IPv6 a UDP checksum is "
+            "mandatory and a receiver discards a zero one (RFC 8200 section 8.1), except where a "
+            "tunnel or encapsulation protocol turns on zero-checksum mode for its own port, off by "
+            "default, on the conditions of RFC 6935 and RFC 6936: chiefly that what it carries "
+            "protects itself. RoCEv2 is such a protocol: IBTA Annex A17 (RoCEv2) A17.3.2.4 says "
+            "the UDP checksum of a RoCEv2 packet should be 0, and A17.3.3 (d) puts ones in its "
+            "place for the ICRC, a CRC-32 over everything the checksum's pseudo-header would "
+            "cover (the inner IPv6 addresses, payload length and next header, the UDP ports and "
+            "length) and the payload. MRC keeps RoCEv2's framing, so it keeps this too. The cost: "
+            "a host stack or middlebox that applies RFC 8200 strictly, without zero-checksum mode "
+            "on port 4791, drops these packets; the fabric MRC runs on is one its operator "
+            "configures. tshark reports every such frame as \"Illegal checksum value (0)\" "
+            "(Error, Checksum), unless run with `-o udp.ignore_ipv6_zero_checksum:TRUE`; "
+            "verif/test_pcaps.py accepts exactly that item, and only on frames whose checksum "
+            "is 0.",
             "- **SRH**: the full (not reduced) segment list, so segments_left = last_entry = "
             "carriers - 1 at the source; see EV mapping below.",
             "- **ICRC and SRv6**: the ICRC covers the inner RoCEv2 packet only (see ICRC).",

@@ -1,8 +1,13 @@
 """`make demo`, the main job, run small as a user runs it: it must finish, check every byte
-and say so, and refuse a bad option in one line."""
+and say so, and refuse a bad option in one line. The short run is shared with
+verif/test_pcaps.py, which opens the pcaps it leaves (one simulation for both)."""
 
 import subprocess
 import sys
+
+import pytest
+
+from mrcnic.verif.pcapcheck import short_demo
 
 
 def demo(*args, tmp):
@@ -10,13 +15,18 @@ def demo(*args, tmp):
                           capture_output=True, text=True, timeout=1500)
 
 
-def test_demo_runs_and_checks_every_packet(tmp_path):
-    r = demo("--size", "32768", "--seed", "7", tmp=tmp_path)
+@pytest.fixture(scope="module")
+def short(tmp_path_factory):
+    return short_demo(tmp_path_factory)
+
+
+def test_demo_runs_and_checks_every_packet(short):
+    r, out = short, short.out
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "all byte-exact, each completed once on both sides" in r.stdout, r.stdout[-3000:]
     assert "failover" in r.stdout and "seed               7" in r.stdout, r.stdout[-3000:]
-    assert (tmp_path / "paths.png").stat().st_size > 0
-    assert (tmp_path / "pcap" / "p0_host0-p0_leaf0.pcap").stat().st_size > 0
+    assert (out / "paths.png").stat().st_size > 0
+    assert (out / "pcap" / "p0_host0-p0_leaf0.pcap").stat().st_size > 0
 
 
 def test_demo_refuses_a_bad_option_in_one_line(tmp_path):
