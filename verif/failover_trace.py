@@ -204,7 +204,7 @@ class Trace:
                 trig = (s["cack_psn"] + (s["ack_psn_offset"] ^ 0x8000) - 0x8000) % (1 << 24)
                 o = m.sack(self.qp, s["cack_psn"], s["sack_offset"], s["sack_bitmap"], trig,
                            s["entropy"], s["m"], rtt, s["pr"], s["rcv_cwnd_pen"],
-                           s["tx_timestamp"])
+                           s["tx_timestamp"], now % TIME_MOD)
                 tev = s["entropy"]
                 what = (f"SACK cack {s['cack_psn']:#x} for PSN {trig:#x} on entry "
                         f"{self._entry(tev)} ({self._path(tev)}), m {wire.SackMark(s['m']).name}"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from mrcnic import wire
 from mrcnic.evmap import EvLayout
-from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RelMode, receiver_share
+from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RACK_FRESH, RelMode, receiver_share
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 
@@ -189,14 +189,18 @@ class Sender:
         r = s.records.get(psn % self.window)
         return r if r is not None and r.psn == psn else None
 
-    def _timed(self, s, r) -> bool:
-        """RACK's rule: ``r`` left more than ``reo_wnd`` before a packet that has arrived."""
-        if not self.reo_wnd or s.rack is None or r is None or r.time is None:
+    def _timed(self, s, r, now) -> bool:
+        """RACK's rule: ``r`` left more than ``reo_wnd`` before a packet that has arrived, less
+        than RACK_FRESH cycles before ``now`` (None: taken as recent)."""
+        if not self.reo_wnd or r is None or r.time is None:
             return False
-        early = (s.rack - r.time) % TIME_MOD
+        rack = s.rack
+        if rack is None or (now is not None and (now - rack) % TIME_MOD >= RACK_FRESH):
+            return False
+        early = (rack - r.time) % TIME_MOD
         return self.reo_wnd < early < TIME_MOD // 2
 
-    def _scan(self, qp, s, p, cause, o):
+    def _scan(self, qp, s, p, cause, o, now=None):
         gbn = self.mode is RelMode.GO_BACK_N
         timed_on = bool(self.reo_wnd) and s.rack is not None
         while True:
@@ -209,7 +213,7 @@ class Sender:
             if p not in s.pend and gbn:
                 self._retransmit(qp, s, p, cause, o)
             elif (p not in s.pend and p in s.out
-                  and (counted or self._timed(s, self._record(s, p)))):
+                  and (counted or self._timed(s, self._record(s, p), now))):
                 # A SACK hole blames its path: the entry SKIP and the path suspect (and
                 # held), or, if the path lost one before and nothing arrived on it since, the
                 # whole path ASSUMED_BAD (it stays suspect).
@@ -251,10 +255,11 @@ class Sender:
         self.counters["probes_sent"] += 1
 
     def sack(self, qp, cack, sack_offset, bitmap, trig, entropy, m, rtt=None, pr=0,
-             pen=0, ts=None) -> Outcome:
+             pen=0, ts=None, now=None) -> Outcome:
         """A SACK; ``rtt``, the sample the NIC took from it (rel.rtt), moves the window, and its
         ``rcv_cwnd_pen`` ``pen`` may hold it; ``ts``, the send time it echoes, is the latest
-        known to have arrived if it is later than the last (not for a probe's answer)."""
+        known to have arrived if it is later than the last (not for a probe's answer); ``now``,
+        the NIC's clock as it takes the SACK (16 bits), if known."""
         o = Outcome()
         if qp >= self.qps:
             self.counters["invalid"] += 1
@@ -317,7 +322,7 @@ class Sender:
         hd = 0 if hd > self._d(s.nxt, s.una) else hd
         if self.mode is RelMode.GO_BACK_N and hd <= self.reorder:
             return o
-        self._scan(qp, s, s.una, "sack", o)
+        self._scan(qp, s, s.una, "sack", o, now)
         return o
 
     def nack(self, qp, psn, reason, entropy) -> Outcome:
@@ -362,13 +367,6 @@ class Sender:
             p = (p + 1) % PSN_MOD
         if p == s.nxt:
             return o
-        r = self._record(s, p)
-        if self.mode is RelMode.SELECTIVE and r is not None:
-            # (evidence against its path, as a SACK hole is)
-            path = self.layout.path(r.ev)
-            if path in self.suspect[qp] and not s.congested:
-                o.paths.append((qp, r.index))
-            self.suspect[qp].add(path)
         self._lost(qp, s, p, EvState.ASSUMED_BAD, "timeout", o)
         return o
 
