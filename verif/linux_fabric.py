@@ -43,6 +43,7 @@ import ipaddress
 import itertools
 import mmap
 import os
+import random
 import re
 import select
 import shutil
@@ -73,7 +74,7 @@ from mrcnic.verif.fabric import (
 # (FORMATS and the uSID numbering are fabric.py's, exported here too for the fabric's users)
 __all__ = ["FORMATS", "COMMON_PREFIX", "FabricUnavailable", "unsupported", "LinuxFabric", "TapPort",
            "open_tap", "in_netns", "Hop", "Trace", "observe", "node_name", "link_name",
-           "leaf_usid", "spine_usid", "host_usid", "remove_stale", "default_nic_mac"]
+           "leaf_usid", "spine_usid", "host_usid", "remove_stale", "default_nic_mac", "nic_frame"]
 
 #: every name a fabric makes starts with this, then its pid in hex, "x", a per-process count
 COMMON_PREFIX = "mrcf"
@@ -902,3 +903,33 @@ class LinuxFabric:
         delta = now - self._sid_errors.get(node, 0)
         self._sid_errors[node] = now
         return delta
+
+
+def nic_frame(fab: LinuxFabric, src: int, plane: int, outer_dst: str | None, *, seed: int = 0,
+              hlim: int = 64, segments=None, plain_dst=None, mac=None,
+              max_payload: int = 200) -> bytes:
+    """An MRC packet (ICRC included) as host ``src``'s NIC sends it on ``plane``, to its leaf
+    port's MAC (or ``mac``): IPv6-in-IPv6 to ``outer_dst``, with an SRH of ``segments``
+    (carriers, first visited first) if given; ``outer_dst`` None: plain RoCEv2, the inner
+    destination ``plain_dst`` if given. The tests' frames for the fabric."""
+    from scapy.compat import raw
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+    from scapy.layers.l2 import Ether
+
+    from mrcnic.verif.packets import random_mrc
+    inner = random_mrc(random.Random(seed), max_payload=max_payload)[IPv6]
+    eth = Ether(src=fab.nic_mac(src, plane), dst=mac or fab.leaf_port_mac(src, plane))
+    if outer_dst is None:
+        inner.hlim = hlim
+        if plain_dst is not None:
+            inner.dst = plain_dst
+        return raw(eth / inner)
+    outer = IPv6(src=fab.addr(host_usid(plane, src)), dst=outer_dst, hlim=hlim, tc=inner.tc,
+                 fl=inner.fl)
+    if segments:
+        outer = outer / IPv6ExtHdrSegmentRouting(
+            addresses=list(reversed(segments)), segleft=len(segments) - 1,
+            lastentry=len(segments) - 1, nh=41)
+    else:
+        outer.nh = 41
+    return raw(eth / outer / inner)

@@ -7,7 +7,6 @@ Needs root (network namespaces); without it every test here skips, saying why.""
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -23,7 +22,6 @@ import mrcnic.layers  # noqa: F401  (UDP 4791 is BTH)
 from mrcnic.evmap import UsidTemplate, format_addr
 from mrcnic.verif import linux_fabric as lf
 from mrcnic.verif.linux_fabric import FORMATS, LinuxFabric, host_usid, leaf_usid, observe, spine_usid
-from mrcnic.verif.packets import random_mrc
 
 HOPS_HLIM = [64, 63, 62, 61]     # what the kernel does: every router (leaves too) takes one
 
@@ -51,21 +49,7 @@ def names(*nodes):
     return [f"p{p}_{k}{n}" for k, p, n in nodes]
 
 
-def mrc_frame(fab: LinuxFabric, src: int, plane: int, outer_dst: str, *, seed=0, hlim=64,
-              segments=None) -> bytes:
-    """An MRC packet (ICRC included) as host ``src``'s NIC sends it on ``plane``: IPv6-in-IPv6
-    to ``outer_dst``, to its leaf's port MAC; with ``segments`` (carriers, first visited
-    first), an SRH too."""
-    inner = random_mrc(random.Random(seed), max_payload=300)[IPv6]
-    outer = IPv6(src=fab.addr(host_usid(plane, src)), dst=outer_dst, hlim=hlim, tc=inner.tc,
-                 fl=inner.fl)
-    if segments:
-        outer = outer / IPv6ExtHdrSegmentRouting(
-            addresses=list(reversed(segments)), segleft=len(segments) - 1,
-            lastentry=len(segments) - 1, nh=41)
-    else:
-        outer.nh = 41
-    return raw(Ether(src=fab.nic_mac(src, plane), dst=fab.leaf_port_mac(src, plane)) / outer / inner)
+mrc_frame = lf.nic_frame
 
 
 def routed(fab: LinuxFabric, src: int, dst: int, plane: int, spine: int, **kw) -> bytes:

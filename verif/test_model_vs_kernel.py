@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import random
 from dataclasses import dataclass, field
 
 import pytest
-from scapy.compat import raw
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.utils import RawPcapReader
 
@@ -39,7 +36,6 @@ from mrcnic.evmap import EvLayout, format_addr
 from mrcnic.verif import fabric
 from mrcnic.verif import linux_fabric as lf
 from mrcnic.verif.fabric import FORMATS, host_usid, leaf_usid, spine_usid, template
-from mrcnic.verif.packets import random_mrc
 from mrcnic.verif.pcapcheck import short_demo
 
 #: the demo frames compared per NIC port (every EV path of the port among them)
@@ -279,45 +275,26 @@ def fab(request):
         yield f
 
 
-def mrc_frame(fab: lf.LinuxFabric, src: int, plane: int, outer_dst: str | None, *, seed=0,
-              hlim=64, segments=None, plain_dst=None, mac=None) -> bytes:
-    """An MRC packet as host ``src``'s NIC sends it on ``plane``, to its leaf port's MAC (or
-    ``mac``): IPv6-in-IPv6 to ``outer_dst``, with an SRH of ``segments`` (carriers, first
-    visited first) if given; ``outer_dst`` None: plain RoCEv2, the inner IPv6 header's
-    destination ``plain_dst`` if given."""
-    inner = random_mrc(random.Random(seed), max_payload=200)[IPv6]
-    eth = Ether(src=fab.nic_mac(src, plane), dst=mac or fab.leaf_port_mac(src, plane))
-    if outer_dst is None:
-        inner.hlim = hlim
-        if plain_dst is not None:
-            inner.dst = plain_dst
-        return raw(eth / inner)
-    outer = IPv6(src=fab.addr(host_usid(plane, src)), dst=outer_dst, hlim=hlim, tc=inner.tc,
-                 fl=inner.fl)
-    if segments:
-        outer = outer / IPv6ExtHdrSegmentRouting(
-            addresses=list(reversed(segments)), segleft=len(segments) - 1,
-            lastentry=len(segments) - 1, nh=41)
-    else:
-        outer.nh = 41
-    return raw(eth / outer / inner)
+mrc_frame = lf.nic_frame
+
+
+def routed(fab, plane, first_seed=0):
+    """(source, destination, spine, frame) for every host pair and spine of ``plane``: the
+    route format (fabric.template) as the NICs send it."""
+    seed = first_seed
+    for s in range(fab.spines):
+        for src in range(fab.hosts):
+            for dst in range(fab.hosts):
+                if src != dst:
+                    seed += 1
+                    (carrier,) = template(src, dst, fab.block, fab.block_bits).carriers(plane, s)
+                    yield src, dst, s, mrc_frame(fab, src, plane, format_addr(carrier), seed=seed)
 
 
 def test_routed_frames_between_every_pair_on_every_path(fab):
     """The route format (fabric.template): every host to every other, every plane and spine."""
-    found, seed = [], 0
-    for p in range(fab.planes):
-        for s in range(fab.spines):
-            for src in range(fab.hosts):
-                for dst in range(fab.hosts):
-                    if src == dst:
-                        continue
-                    seed += 1
-                    (carrier,) = template(src, dst, fab.block, fab.block_bits).carriers(p, s)
-                    frame = mrc_frame(fab, src, p, format_addr(carrier), seed=seed)
-                    diff = compare(fab, src, p, frame, f"routed {src} to {dst} via spine {s}")
-                    if diff:
-                        found.append(diff)
+    found = [d for p in range(fab.planes) for src, dst, s, frame in routed(fab, p)
+             if (d := compare(fab, src, p, frame, f"routed {src} to {dst} via spine {s}"))]
     assert not found, disagreements(found)
 
 
@@ -400,19 +377,9 @@ def test_a_spine_link_down(fab):
     fab.link_down(p, s, leaf)
     try:
         assert fab.down_links == down
-        found, seed = [], 100
-        for src in range(fab.hosts):
-            for dst in range(fab.hosts):
-                for spine in range(fab.spines):
-                    if src == dst:
-                        continue
-                    seed += 1
-                    (carrier,) = template(src, dst, fab.block, fab.block_bits).carriers(p, spine)
-                    frame = mrc_frame(fab, src, p, format_addr(carrier), seed=seed)
-                    diff = compare(fab, src, p, frame, f"link p{p} spine {s} - leaf {leaf} down: "
-                                   f"{src} to {dst} via spine {spine}", down=down)
-                    if diff:
-                        found.append(diff)
+        found = [d for src, dst, spine, frame in routed(fab, p, 100)
+                 if (d := compare(fab, src, p, frame, f"link p{p} spine {s} - leaf {leaf} "
+                                  f"down: {src} to {dst} via spine {spine}", down=down))]
     finally:
         fab.link_up(p, s, leaf)
     assert not found, disagreements(found)
