@@ -68,7 +68,9 @@ async def packets_match_the_reference_sender(dut):
             bth, reth = pkt[L.BTH], pkt[L.RETH]
             off = reth.va - va
             size = len(raw(reth.payload)) - (4 if pkt.haslayer(L.ImmDt) else 0)
-            failed = laddr + off < BROKEN[0] + BROKEN[1] and BROKEN[0] < laddr + off + size
+            # (a message placed in the broken range may run past it, off the mapped memory:
+            # those reads fail too)
+            failed = BROKEN[0] < laddr + off + size
             wr_id = (n * 16 + k) & 0xFFFF
             expected.append((None if failed else pkt, wr_id, q))
             await req.send(AxiStreamFrame(encode(build_request_layout(qps), {
