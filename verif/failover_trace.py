@@ -114,9 +114,11 @@ class Trace:
             whole = (qp, index) in o.paths
             self.say(ns, f"entry {index:2} ({self._path(ev)}) -> {state.name}"
                      f"{' with its whole path' if whole else ''}: {why}", self._on_dead(ev))
-            self.state[index] = state.name
+            # (as the spray scheduler takes it: SKIP leaves an ASSUMED_BAD entry bad)
+            if not (state is EvState.SKIP and self.state[index] == EvState.ASSUMED_BAD.name):
+                self.state[index] = state.name
             t_us = (ns - self.t0) / 1000
-            self.events.append((t_us, index, state.name, why))
+            self.events.append((t_us, index, self.state[index], why))
             if whole:
                 path = self.layout.path(ev)
                 for i, e in enumerate(self.profile):
