@@ -21,7 +21,7 @@ from mrcnic.evmap import USID_BITS, UsidTemplate
 
 __all__ = ["template", "leaf_usid", "spine_usid", "host_usid", "sid", "nic_mac", "nic_ip", "Step",
            "usid_step", "forward", "Hop", "owner", "neighbours", "node_usid", "port_mac",
-           "BLOCK", "BLOCK_BITS", "FORMATS", "ip_offsets"]
+           "BLOCK", "BLOCK_BITS", "FORMATS", "ip_offsets", "frame_ev"]
 
 #: The carrier formats: name -> (locator block, its bits). F3216 is the common one.
 FORMATS = {"F3216": (0xFCBBBB00, 32), "F1616": (0xFCBB, 16)}
@@ -86,6 +86,13 @@ def ip_offsets(frame: bytes) -> tuple[int, int]:
     if nh == 41:
         return outer, at
     return outer, outer
+
+
+def frame_ev(frame: bytes) -> int:
+    """The EV a frame carries: its inner UDP source port and flow label's low half."""
+    _, inner = ip_offsets(frame)
+    return (int.from_bytes(frame[inner + 40:inner + 42], "big") << 16
+            | int.from_bytes(frame[inner + 2:inner + 4], "big"))
 
 
 def usid_step(frame: bytes, block: int = BLOCK, block_bits: int = BLOCK_BITS) -> Step:

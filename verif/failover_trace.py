@@ -30,7 +30,7 @@ from mrcnic.evmap import EvLayout
 from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import by_name
-from mrcnic.verif.fabric import ip_offsets
+from mrcnic.verif.fabric import frame_ev, ip_offsets
 from mrcnic.verif.rel_model import Congestion, Sender
 from mrcnic.verif.scenarios import SCENARIOS
 from mrcnic.verif.tbkit import CLOCK_NS
@@ -54,9 +54,7 @@ def _parse(frame: bytes) -> dict:
     udp = inner + wire.IPV6.length
     bth_at = udp + wire.UDP.length
     bth = wire.BTH.unpack(frame[bth_at:])
-    ev = (int.from_bytes(frame[inner + 40:inner + 42], "big") << 16
-          | int.from_bytes(frame[inner + 2:inner + 4], "big"))
-    out = {"bth": bth, "ev": ev, "op": bth["opcode"]}
+    out = {"bth": bth, "ev": frame_ev(frame), "op": bth["opcode"]}
     at = bth_at + wire.BTH.length
     for hdr in wire.headers_after_bth(bth["opcode"], bool(bth["tsh"])):
         out[hdr.name] = hdr.unpack(frame[at:])

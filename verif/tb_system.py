@@ -26,6 +26,7 @@ from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regclient import AsyncRegisterClient
 from mrcnic.verif.fabric import (
     FORMATS,
+    frame_ev,
     host_usid,
     ip_offsets,
     nic_ip,
@@ -45,21 +46,14 @@ RECV_BASE = 0x4000_0000          # each host's receive regions, one per QP
 REGION = 1 << 24
 
 
-def frame_ev(frame: bytes) -> int:
-    """The EV a frame carries: its inner UDP source port and flow label's low half."""
-    _, inner = ip_offsets(frame)
-    return (int.from_bytes(frame[inner + 40:inner + 42], "big") << 16
-            | int.from_bytes(frame[inner + 2:inner + 4], "big"))
-
-
 DATA_OPCODES = {int(op) for op in wire.DATA_OPCODES}
 
 
-def frame_bth(frame: bytes) -> tuple[int, int, int]:
-    """(opcode, dqp, rtx) of a frame's BTH."""
+def frame_bth(frame: bytes) -> dict:
+    """A frame's BTH fields, and ``inner``: where its inner IPv6 header starts."""
     _, inner = ip_offsets(frame)
     bth = wire.BTH.unpack(frame[inner + wire.IPV6.length + wire.UDP.length:])
-    return bth["opcode"], bth["dqp"], bth["rtx"]
+    return {**bth, "inner": inner}
 
 
 @dataclass
@@ -157,12 +151,11 @@ class System:
             await host.regs.run(driver.set_enabled(True))
 
     def _arrive(self, host, rx, frame):
-        op, dqp, rtx = frame_bth(frame)
+        bth = frame_bth(frame)
+        op, dqp, inner = bth["opcode"], bth["dqp"], bth["inner"]
         if op in DATA_OPCODES and tc_of(frame) >> 2 != wire.DscpClass.TRIMMED:
-            host.arrived.append((get_sim_time("ns"), dqp, rtx, len(frame)))
+            host.arrived.append((get_sim_time("ns"), dqp, bth["rtx"], len(frame)))
             # Payload bytes as they land: each PSN's first whole arrival.
-            _, inner = ip_offsets(frame)
-            bth = wire.BTH.unpack(frame[inner + wire.IPV6.length + wire.UDP.length:])
             key = (host.index, dqp, bth["psn"])
             if key not in self.seen:
                 self.seen.add(key)
@@ -175,7 +168,9 @@ class System:
     async def _transmit(self, host, pl, snk):
         while True:
             frame = bytes((await snk.recv()).tdata)
-            host.sent.append((get_sim_time("ns"), pl, frame_ev(frame), *frame_bth(frame)))
+            bth = frame_bth(frame)
+            host.sent.append((get_sim_time("ns"), pl, frame_ev(frame), bth["opcode"],
+                              bth["dqp"], bth["rtx"]))
             self.net.inject(host.index, pl, frame)
 
     async def _completions(self, host):

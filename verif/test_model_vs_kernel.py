@@ -203,12 +203,6 @@ def demo(tmp_path_factory):
     return run, json.loads(results.read_text())
 
 
-def _frame_ev(frame: bytes) -> int:
-    _, inner = fabric.ip_offsets(frame)
-    return (int.from_bytes(frame[inner + 40:inner + 42], "big") << 16
-            | int.from_bytes(frame[inner + 2:inner + 4], "big"))
-
-
 def _is_data(frame: bytes) -> bool:
     _, inner = fabric.ip_offsets(frame)
     return frame[inner + 48] in {int(op) for op in wire.DATA_OPCODES}
@@ -220,7 +214,7 @@ def sample(frames: list[bytes], layout: EvLayout, n: int = SAMPLE) -> list[bytes
     both."""
     groups: dict[tuple, list[bytes]] = {}
     for f in dict.fromkeys(frames):
-        ev = _frame_ev(f)
+        ev = fabric.frame_ev(f)
         groups.setdefault((layout.plane(ev), layout.spine(ev), _is_data(f)), []).append(f)
     out, queues = [], [list(g) for _, g in sorted(groups.items())]
     while len(out) < n and any(queues):
@@ -247,7 +241,7 @@ def test_the_nics_frames_from_the_demo(demo):
                     frames = [bytes(d) for d, _ in rd]
                 assert frames, f"{name} is empty"
                 picked = sample(frames, layout)
-                paths = {layout.spine(_frame_ev(f)) for f in picked}
+                paths = {layout.spine(fabric.frame_ev(f)) for f in picked}
                 assert paths == set(range(spines)), (
                     f"{name}: the sample covers the spines {sorted(paths)} of {spines}")
                 for i, frame in enumerate(picked):
