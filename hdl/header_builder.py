@@ -47,7 +47,7 @@ class HeaderBuilder(wiring.Component):
 
     The EV goes into the UDP source port (high half) and the flow label (low half); the traffic
     class is the trimmable data DSCP with ECT(0) (trimmable-retransmit, and the BTH rtx bit, for
-    a retransmission); TSETH carries a free-running timestamp counter.
+    a retransmission); TSETH carries a free-running timestamp counter, read as the request is accepted.
     The payload read is requested as soon as a request arrives (up to ``prefetch`` ahead), so
     header beats hide the memory latency. A read that fails sends nothing: the packet's beats are
     drained and an error completion (MEMORY) leaves instead.
@@ -102,7 +102,11 @@ class HeaderBuilder(wiring.Component):
         # Issue the payload read at once; the request waits in order for its data. (A plain
         # FIFO: the buffered one keeps one entry in its output register, and at depth 2 the
         # rest is a one-entry queue with zero-width pointers.)
-        m.submodules.pending = pending = fifo.SyncFIFO(width=layout.size, depth=self._prefetch)
+        # The timestamp is taken as the request is accepted, the cycle the reliability engine
+        # records the packet as sent: the send time a SACK echoes and the one the engine keeps
+        # for it are then one value, however long the payload read takes.
+        m.submodules.pending = pending = fifo.SyncFIFO(width=layout.size + 16,
+                                                       depth=self._prefetch)
         rq = self.req.payload
         m.d.comb += [
             self.mem.req.payload.addr.eq(rq.pkt.laddr),
@@ -111,9 +115,10 @@ class HeaderBuilder(wiring.Component):
             self.mem.req.valid.eq(self.req.valid & pending.w_rdy),
             self.req.ready.eq(self.mem.req.ready & pending.w_rdy),
             pending.w_en.eq(self.req.valid & self.req.ready),
-            pending.w_data.eq(rq),
+            pending.w_data.eq(Cat(rq, self.timestamp)),
         ]
-        cur = layout(pending.r_data)
+        cur = layout(pending.r_data[:layout.size])
+        ts = pending.r_data[layout.size:]
         pkt = cur.pkt
 
         # The headers of the packet at the head of the queue, in wire order.
@@ -137,7 +142,7 @@ class HeaderBuilder(wiring.Component):
                           "ackreq": pkt.last, "rtx": rtx, "tsh": 1, "psn": pkt.psn},
                          wire.BTH),
             header_bytes({"msn": pkt.msn}, wire.METH),
-            header_bytes({"tx_timestamp": self.timestamp}, wire.TSETH),
+            header_bytes({"tx_timestamp": ts}, wire.TSETH),
             header_bytes({"va": pkt.va, "rkey": pkt.rkey, "dma_length": pkt.dma_length},
                          wire.RETH),
             header_bytes({"imm": pkt.imm}, wire.IMMDT),

@@ -84,12 +84,15 @@ class RetransmitTracker(wiring.Component):
       the bitmap clears what it covers; ``una`` advances to the cumulative PSN, completing each
       message whose last packet it passes; then every outstanding packet at least ``reorder``
       PSNs below the highest known to have arrived is retransmitted, once (a hole retransmitted
-      is tried again only after a timeout), and so is every outstanding packet below it that
-      was sent more than ``reo_wnd`` cycles before the latest-sent packet known to have
-      arrived, less than ``RACK_FRESH`` cycles ago (RACK's time rule, from the send times the
-      SACKs echo; ``reo_wnd`` 0: off). A QP
-      with few packets in flight never has ``reorder`` more behind a loss, and a count alone
-      would leave each such loss to a timeout. In SELECTIVE mode such a hole also blames the path
+      is tried again only after a timeout), and so is every outstanding packet, below it or
+      above it, that was sent more than ``reo_wnd`` cycles before the latest-sent packet known
+      to have arrived, less than ``RACK_FRESH`` cycles ago (RACK's time rule, from the send
+      times the SACKs echo; ``reo_wnd`` 0: off). A QP with few packets in flight never has
+      ``reorder`` more behind a loss, and a count alone would leave each such loss to a
+      timeout; nor does a count ever find a loss above the highest PSN arrived (a message's
+      tail), which the time rule finds once a later-sent retransmission arrives. Above the
+      highest the scan stops at the first packet sent too late to be lost: first sends leave
+      in PSN order, so none after it is either. In SELECTIVE mode such a hole also blames the path
       that lost it (the plane and spine its EV names; a QP's entries on one path share the
       evidence): the entry is set SKIP and the path suspect; or, when its path lost a packet
       before with none arriving on it since (a SACK whose triggering packet came on the path,
@@ -680,14 +683,14 @@ class RetransmitTracker(wiring.Component):
                     m.next = "WALK_RD"
 
             # ---- holes: outstanding packets far enough below the highest SACKed ------------
-            # (a packet ``reorder`` below the highest arrived is a hole by count; one above
-            # that, below the highest, may be one by the time rule: SCAN_EV reads its time)
+            # (a packet ``reorder`` below the highest arrived is a hole by count; any other
+            # outstanding one may be one by the time rule: SCAN_EV reads its time)
             counted = (pd + self.reorder) < hd
             timed_on = (self.reo_wnd != 0) & rack_on.bit_select(cq, 1)
             with m.State("SCAN"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS],
-                               counted | (timed_on & (pd < hd)))
+                               counted | (timed_on & (pd < inflight)))
                 with m.If(~in_range):
                     m.next = "IDLE"
                 with m.Elif(~p_pend & gbn):
@@ -711,7 +714,10 @@ class RetransmitTracker(wiring.Component):
                 timed = timed_on & ~early[-1] & (early > self.reo_wnd) & (fresh < RACK_FRESH)
                 with m.If(~counted & ~((rec.pkt.psn == p) & timed)):
                     m.d.sync += p.eq(p + 1)    # not (yet) lost
-                    m.next = "SCAN"
+                    with m.If(pd < hd):
+                        m.next = "SCAN"
+                    with m.Else():
+                        m.next = "IDLE"        # above the highest: no later send is lost
                 with m.Elif(rec.pkt.psn == p):
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
                         Mux(again, EvState.ASSUMED_BAD, EvState.SKIP)),

@@ -208,12 +208,14 @@ class Sender:
             hd = self._d(s.high, s.una)
             hd = 0 if hd > inflight else hd
             counted = pd + self.reorder < hd
-            if not (pd < inflight if gbn else counted or (timed_on and pd < hd)):
+            if not (pd < inflight if gbn else counted or (timed_on and pd < inflight)):
                 return
+            lost = counted or self._timed(s, self._record(s, p), now)
             if p not in s.pend and gbn:
                 self._retransmit(qp, s, p, cause, o)
-            elif (p not in s.pend and p in s.out
-                  and (counted or self._timed(s, self._record(s, p), now))):
+            elif p not in s.pend and p in s.out and not lost and pd >= hd:
+                return            # above the highest arrived: first sends leave in PSN order
+            elif p not in s.pend and p in s.out and lost:
                 # A SACK hole blames its path: the entry SKIP and the path suspect (and
                 # held), or, if the path lost one before and nothing arrived on it since, the
                 # whole path ASSUMED_BAD (it stays suspect).

@@ -1023,3 +1023,27 @@ async def a_sparse_qp_finds_losses_by_time(dut):
     await rig.expect(out, "packets sent less than reo_wnd before the arrival")
     await rig.completions(await rig.sack(q, burst[-1] + 1), "all acknowledged")
     await rig.counters()
+
+
+@cocotb.test()
+async def a_lost_tail_is_found_by_time(dut):
+    """A message's last packet lost: no count ever finds it (nothing above it arrives), but
+    the time rule does once a packet sent later than reo_wnd after it arrives: here the
+    retransmission of an earlier hole. Above the highest PSN arrived the scan stops at the
+    first packet sent too late to be lost."""
+    W = 400
+    rig = await Rig.start(dut, reorder=16, reo_wnd=W)
+    q, N = 0, 6
+    psns = await _sparse(rig, q, N, 300)
+    # psns[1] and the tail psns[-1] lost; psns[2] .. psns[-2] arrived
+    out = await rig.sack(q, psns[1], bitmap=bits(range(N - 3)), offset=1, trig=psns[-2])
+    assert [p for _, p, _ in out.retransmits] == [psns[1]], out
+    await rig.expect(out, "the hole below the highest; the tail sent after it is not lost yet")
+    late = (rig.ev_of[(q, psns[1])][1] - rig.ev_of[(q, psns[-1])][1]) % (1 << 16)
+    assert late > W, f"the retransmission left {late} cycles after the tail"
+    out = await rig.sack(q, psns[-1], trig=psns[1])
+    assert [p for _, p, _ in out.retransmits] == [psns[-1]], out
+    assert any(e[:2] == (q, _uses(rig, q, psns)[-1]) for e in out.ev_updates), out
+    await rig.expect(out, "the tail, by the retransmission's arrival")
+    await rig.completions(await rig.sack(q, psns[-1] + 1, trig=psns[-1]), "all acknowledged")
+    await rig.counters()
