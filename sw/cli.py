@@ -1,12 +1,20 @@
-"""``mrcnic``: the command line of the MRC NIC's host tools."""
+"""``mrcnic``: the command line of the MRC NIC's host tools.
+
+``mrcnic [-j] [-p] OBJECT [VERB] ...``, in the manner of iproute2's ``rdma`` and ``devlink``: an
+object (``ev``) and what to do with it (``expand``); ``regs`` and ``decode`` stand alone. Each
+object adds its parser in one function listed in :data:`_OBJECTS`. ``-j`` (JSON) and ``-p``
+(pretty JSON) go before the object or after the verb. A bad argument is one line on stderr
+naming it and what is allowed, and exit status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
-from . import regmap
+from . import ev_expand, regmap
 
 __all__ = ["main"]
 
@@ -15,7 +23,7 @@ def _cmd_regs(args) -> int:
     rows = [{"offset": r.offset, "name": r.path, "width": r.width, "access": r.access.value,
              "reset": r.reset, "description": r.doc} for r in regmap.REGISTERS]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        _print_json(args, rows)
         return 0
     w = max(len(r["name"]) for r in rows)
     print(f"{'offset':<7} {'register':<{w}} {'width':>5} {'access':<6} {'reset':>10}  description")
@@ -158,18 +166,147 @@ def _cmd_decode(args) -> int:
     return 1 if undecoded else 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="mrcnic", description="Host tools for the mrcnic MRC NIC.")
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    p = sub.add_parser("regs", help="the register map as a table")
-    p.add_argument("-j", "--json", action="store_true", help="print JSON instead of a table")
+def _print_json(args, data) -> None:
+    print(json.dumps(data, indent=2 if args.pretty else None))
+
+
+def _number(text: str, what: str) -> int:
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
+        return int(text, 16)
+    if re.fullmatch(r"[0-9]+", text):
+        return int(text, 10)
+    raise argparse.ArgumentTypeError(f"{what} {text!r} is not a number (decimal or 0x-hex)")
+
+
+def _fmt_widths(text: str) -> tuple[int, ...]:
+    return tuple(_number(w, "format field width") for w in text.split(","))
+
+
+def _ev_field(text: str) -> ev_expand.EvField:
+    parts = text.split(":")
+    if len(parts) != 5:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTH:INIT:MIN:MAX:MASK (five numbers, "
+                                         "e.g. 16:0x100:0:0xf:0xf)")
+    names = ("WIDTH", "INIT", "MIN", "MAX", "MASK")
+    return ev_expand.EvField(*(_number(p, n) for p, n in zip(parts, names, strict=True)))
+
+
+def _ev_bytes(text: str) -> bytes:
+    digits = text[2:] if text[:2].lower() == "0x" else text
+    if not re.fullmatch(r"[0-9a-fA-F]+", digits):
+        raise argparse.ArgumentTypeError(f"{text!r} is not hex bytes, byte 0 first (e.g. 0x3412: "
+                                         "bytes 0x34, 0x12)")
+    if len(digits) % 2:
+        raise argparse.ArgumentTypeError(f"{text!r} has an odd number of hex digits: an EV is "
+                                         "whole bytes")
+    if len(digits) > 2 * ev_expand.MAX_EV_BYTES:
+        raise argparse.ArgumentTypeError(f"{text!r} is {len(digits) // 2} bytes: an EV is at most "
+                                         f"{ev_expand.MAX_EV_BYTES}")
+    return bytes.fromhex(digits)
+
+
+def _refused(args, message: str) -> int:
+    print(f"{args.prog}: {message}", file=sys.stderr)
+    return 2
+
+
+def _rule_text(e: ev_expand.EvProfileError) -> str:
+    return f"{e.detail} ({e.rule.errno_name}, rule {e.rule.name}: {e.rule.text})"
+
+
+def _cmd_ev_expand(args) -> int:
+    mode = ev_expand.FormatMode[args.mode.upper()] if args.mode else None
+    try:
+        profile = ev_expand.EvProfile(ev_expand.FormatProfile(args.fmt, mode), args.field)
+    except ev_expand.EvProfileError as e:
+        return _refused(args, "profile refused: " + _rule_text(e))
+    rows = []
+    for ev in args.ev:       # every EV checked before anything is printed
+        try:
+            rows.append({"ev": "0x" + ev.hex(), "fields": list(profile.expand_fields(ev)),
+                         "value": "0x" + profile.expand(ev).hex()})
+        except ev_expand.EvProfileError as e:
+            return _refused(args, "EV refused: " + _rule_text(e))
+    if args.json:
+        _print_json(args, rows)
+    else:
+        print("\n".join(r["value"] for r in rows))
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """Reports a bad argument in one line (the usage is one -h away), exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} -h)\n")
+
+
+def _output_options(parser: argparse.ArgumentParser, default) -> None:
+    parser.add_argument("-j", "--json", action="store_true", default=default, help="print JSON")
+    parser.add_argument("-p", "--pretty", action="store_true", default=default,
+                        help="print indented JSON (implies -j)")
+
+
+def _verb_parser(sub, name: str, **kwargs) -> argparse.ArgumentParser:
+    """A verb that prints JSON on -j/-p, given before the object or after the verb."""
+    p = sub.add_parser(name, **kwargs)
+    _output_options(p, argparse.SUPPRESS)   # SUPPRESS: leaves the global -j/-p as given
+    p.set_defaults(json_ok=True)
+    return p
+
+
+def _add_regs(sub) -> None:
+    p = _verb_parser(sub, "regs", help="the register map as a table")
     p.set_defaults(func=_cmd_regs)
+
+
+def _add_decode(sub) -> None:
     p = sub.add_parser("decode", help="dissect every packet of a pcap with the MRC layers; "
                        "exit 1 if a frame on UDP port 4791 is not a whole MRC packet")
     p.add_argument("pcap", help="a pcap file, e.g. one the testbenches wrote under build/")
     p.add_argument("-b", "--brief", action="store_true", help="one line per packet")
     p.add_argument("-c", "--count", type=_positive, help="stop after this many packets")
     p.set_defaults(func=_cmd_decode)
+
+
+def _add_ev(sub) -> None:
+    ev = sub.add_parser("ev", help="entropy values (EVs): the OCP expansion rule")
+    verbs = ev.add_subparsers(dest="verb", metavar="VERB", required=True)
+    rules = "\n".join(f"  {r.errno_name:<6} {r.name:<11} {r.text} ({r.source})"
+                      for r in ev_expand.Rule)
+    p = _verb_parser(
+        verbs, "expand", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="expand EVs under an EV profile, as the OCP reference does",
+        description="Expand each EV under the EV profile the --field options give, on the EV "
+                    "format profile --fmt gives (OCP mrc_ctl.h). Prints one line per EV: the "
+                    "expanded value over the whole format width, rounded up to whole bytes, "
+                    "byte 0 first.",
+        epilog="A profile or EV that breaks a rule is refused with its errno (the rule's source: "
+               "the OCP header, its reference program, or mrcnic where they are silent):\n" + rules)
+    p.add_argument("--fmt", type=_fmt_widths, required=True, metavar="W0,W1,...",
+                   help="the format fields' widths in bits, first on the wire first")
+    p.add_argument("--field", type=_ev_field, action="append", required=True,
+                   metavar="WIDTH:INIT:MIN:MAX:MASK",
+                   help="a field of the EV profile, for the next format field (repeat it)")
+    p.add_argument("--mode", choices=[m.name.lower() for m in ev_expand.FormatMode],
+                   help="the format's mode, which bounds its width (stev 32, udp 16, srv6 256 "
+                        "bits); none: only the 32-byte bound")
+    p.add_argument("ev", type=_ev_bytes, nargs="+", metavar="EV",
+                   help="hex bytes, byte 0 first (0x3412: 0x34 then 0x12), up to 32; shorter "
+                        "ones are zero-filled at the end")
+    p.set_defaults(func=_cmd_ev_expand)
+
+
+#: One function per object: each adds its parser and verbs.
+_OBJECTS = (_add_regs, _add_decode, _add_ev)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="mrcnic", description="Host tools for the mrcnic MRC NIC.")
+    _output_options(ap, False)
+    sub = ap.add_subparsers(dest="command", metavar="OBJECT", required=True)
+    for add in _OBJECTS:
+        add(sub)
     return ap
 
 
@@ -184,7 +321,12 @@ def _positive(text):
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    ap = _parser()
+    args = ap.parse_args(argv)
+    args.json = args.json or args.pretty
+    if args.json and not getattr(args, "json_ok", False):
+        ap.error(f"{args.command} has no JSON output (-j, -p)")
+    args.prog = f"{ap.prog} {args.command}" + (f" {args.verb}" if getattr(args, "verb", None) else "")
     try:
         return args.func(args)
     except BrokenPipeError:   # output piped into head and the like

@@ -1,6 +1,7 @@
-"""Generates docs/wire-format.md and docs/registers.md from the single sources.
+"""Generates docs/wire-format.md, docs/registers.md and docs/management.md from the single
+sources.
 
-``python -m mrcnic.docgen`` rewrites them; ``--check`` exits 1 when either is stale.
+``python -m mrcnic.docgen`` rewrites them; ``--check`` exits 1 when one is stale.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import icrc, regmap, wire
+from . import icrc, mgmt, regmap, wire
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -105,7 +106,29 @@ def registers_md() -> str:
     return "\n".join(out) + "\n"
 
 
-GENERATED = {"wire-format.md": wire_format_md, "registers.md": registers_md}
+def management_md() -> str:
+    out = [HEADER.format(src="sw/mgmt.py"), "# Board management protocol\n",
+           "Register reads and writes over UDP, for a board's gateware and for a simulation "
+           "alike (`mrcnic.mgmt`: the client, the server's logic, a UDP endpoint). Everything "
+           f"is big-endian; bits are numbered from the most significant bit of a byte. A server "
+           f"listens on UDP port {mgmt.DEFAULT_PORT} by default.\n",
+           f"## Packet: {mgmt.HEADER.length}-byte header, then data words\n",
+           mgmt.HEADER.doc + "\n"]
+    out += _field_rows(mgmt.HEADER) + [""]
+    out += ["## Opcodes\n", "| opcode | name | does |", "|---|---|---|"]
+    for op in mgmt.Opcode:
+        words = "the words in the reply" if "READ" in op.name else "the words in the request"
+        what = ("one register of `width` bits" if op in (mgmt.Opcode.READ, mgmt.Opcode.WRITE)
+                else "`count` words at consecutive addresses, one access each")
+        out.append(f"| {op.value} | {op.name} | {what}; {words} |")
+    out += ["", "## Status codes\n", "| status | name | meaning |", "|---|---|---|"]
+    out += [f"| {s.value} | {s.name} | {mgmt.STATUS_DOC[s]} |" for s in mgmt.Status]
+    out += ["", "## Rules\n"] + [f"- {rule}" for rule in mgmt.RULES]
+    return "\n".join(out) + "\n"
+
+
+GENERATED = {"wire-format.md": wire_format_md, "registers.md": registers_md,
+             "management.md": management_md}
 
 
 def main(argv=None) -> int:

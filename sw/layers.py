@@ -1,21 +1,23 @@
-"""Scapy layers for MRC's transport headers, generated from :mod:`mrcnic.wire`.
+"""Scapy layers for MRC's transport headers, generated from :mod:`mrcnic.wire`, and for the
+board management protocol, generated from :mod:`mrcnic.mgmt`.
 
 Importing this module binds UDP port 4791 to :class:`BTH` and each header to what follows it, so
 ``Ether(raw_bytes)`` dissects a whole MRC packet, SRv6 outer header and SRH included (scapy's own
-IPv6 and SRH layers), down to the ICRC, which :class:`BTH` carries as a trailer field.
+IPv6 and SRH layers), down to the ICRC, which :class:`BTH` carries as a trailer field. It binds
+the management port to :class:`Mgmt`, a header and its data words.
 """
 
 from __future__ import annotations
 
-from scapy.fields import BitEnumField, BitField, FCSField, XBitField
+from scapy.fields import BitEnumField, BitField, FCSField, FieldListField, XBitField, XIntField
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_bottom_up, bind_layers, bind_top_down
 
 from . import icrc as _icrc
-from . import wire
+from . import mgmt, wire
 
 __all__ = ["BTH", "METH", "TSETH", "RETH", "ImmDt", "AETH", "SETH", "NETH", "PETH", "ERTH",
-           "EETH", "LAYERS"]
+           "EETH", "LAYERS", "Mgmt"]
 
 
 def _fields(hdr: wire.Header):
@@ -108,3 +110,19 @@ for _upper, _op in ((METH, wire.Opcode.WRITE_ONLY), (AETH, wire.Opcode.ACKNOWLED
                     (SETH, wire.Opcode.SACK), (NETH, wire.Opcode.NACK), (PETH, wire.Opcode.PROBE),
                     (ERTH, wire.Opcode.ENDPOINT_REQUEST), (EETH, wire.Opcode.ENDPOINT_RESPONSE)):
     bind_top_down(BTH, _upper, opcode=int(_op))
+
+
+def _mgmt_words(pkt):
+    return mgmt.data_words(pkt.opcode, pkt.reply, pkt.status, pkt.count)
+
+
+_mgmt_fields = _fields(mgmt.HEADER)
+for _f in _mgmt_fields:   # so that Mgmt(opcode=..., ...) builds a packet a server takes
+    _f.default = {"magic": mgmt.MAGIC, "version": mgmt.VERSION}.get(_f.name, _f.default)
+Mgmt = _layer(mgmt.HEADER, "Mgmt", {
+    "name": "MRC NIC management",
+    "fields_desc": _mgmt_fields + [
+        FieldListField("data", [], XIntField("word", 0), count_from=_mgmt_words)]})
+# requests go to the port, replies come from it
+bind_layers(UDP, Mgmt, dport=mgmt.DEFAULT_PORT)
+bind_bottom_up(UDP, Mgmt, sport=mgmt.DEFAULT_PORT)

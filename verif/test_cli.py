@@ -25,6 +25,11 @@ def test_regs_table_and_json():
     j = mrcnic("regs", "-j")
     rows = json.loads(j.stdout)
     assert [(x["name"], x["offset"]) for x in rows] == [(r.path, r.offset) for r in regmap.REGISTERS]
+    # -j and -p are global too (iproute2's way): -j one line, -p indented
+    before = mrcnic("-j", "regs")
+    assert before.stdout == j.stdout and len(before.stdout.splitlines()) == 1
+    pretty = mrcnic("-p", "regs")
+    assert json.loads(pretty.stdout) == rows and len(pretty.stdout.splitlines()) > len(rows)
 
 
 def test_decode_dissects_every_packet(tmp_path):
@@ -53,4 +58,7 @@ def test_decode_errors_are_one_line(tmp_path):
     r = mrcnic("decode", "-c", "0", str(notpcap))
     assert r.returncode == 2 and "not positive" in r.stderr
     r = mrcnic("frobnicate")
-    assert r.returncode == 2
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    assert "invalid choice: 'frobnicate' (choose from 'regs', 'decode', 'ev')" in r.stderr
+    r = mrcnic("-j", "decode", str(notpcap))
+    assert r.returncode == 2 and r.stderr.strip().startswith("mrcnic: decode has no JSON output")
