@@ -26,6 +26,7 @@ help:
 	@echo "make lint              ruff + Verilator --lint-only on every block's Verilog"
 	@echo "make docs              regenerate docs/wire-format.md and docs/registers.md"
 	@echo "make clean             remove build/ (make distclean also removes .venv)"
+	@echo "host tools:            .venv/bin/mrcnic -h (e.g. mrcnic sim serve: two simulated NICs to point them at)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

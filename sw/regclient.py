@@ -18,7 +18,7 @@ from typing import Any
 from .regmap import REGISTERS, Access, Register, by_name
 
 __all__ = ["RegisterError", "RegisterClient", "AsyncRegisterClient", "Program", "read", "write",
-           "command", "dump"]
+           "command", "dump", "check_write"]
 
 Program = Generator[tuple, Any, Any]
 
@@ -30,7 +30,9 @@ class RegisterError(ValueError):
     pass
 
 
-def _writable(path: str, value: int) -> Register:
+def check_write(path: str, value: int) -> Register:
+    """The register ``path`` names, if ``value`` may be written to it; raises KeyError (no such
+    register) or :class:`RegisterError` (not writable, or the value does not fit) otherwise."""
     reg = by_name(path)
     if reg.access not in (Access.RW, Access.CMD):
         raise RegisterError(f"{path} is {reg.access.value}: it cannot be written")
@@ -52,14 +54,14 @@ def read(path: str) -> Program:
 
 
 def write(path: str, value: int) -> Program:
-    reg = _writable(path, value)
+    reg = check_write(path, value)
     for k in range(reg.words):
         yield ("w", reg.offset + 4 * k, (value >> (32 * k)) & 0xFFFF_FFFF)
 
 
 def command(path: str, value: int) -> Program:
     """Issues a command and waits until the gateware has taken it."""
-    reg = _writable(path, value)
+    reg = check_write(path, value)
     if reg.access is not Access.CMD:
         raise RegisterError(f"{path} is {reg.access.value}, not a command")
     yield from write(path, value)

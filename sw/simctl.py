@@ -1,0 +1,128 @@
+"""The control window of a simulated NIC system: registers a ``sim://`` target serves beside its
+NIC's own, to read the simulation and to take links of its network down and up.
+
+``mrcnic sim serve`` (verif/sim_server.py) serves them on every NIC's management port, in
+:data:`BASE` .. :data:`BASE` + 0xFFFF, far above the NIC's 4 KiB register window; a board has
+nothing there (its management answers BAD_ADDRESS), so ``sim.id`` tells a simulation from a
+board. The registers are :class:`mrcnic.regmap.Register` entries of block ``sim``, accessed over
+the management protocol (sw/mgmt.py) like the NIC's.
+
+A spine link is named by its plane, its spine and its leaf; leaf ``h`` is where NIC ``h`` is
+cabled (verif/network.py). :class:`SimClient` is the host's side.
+"""
+
+from __future__ import annotations
+
+from .mgmt import MgmtClient, Status, StatusError
+from .regmap import Access, Register
+
+__all__ = ["BASE", "SIM_ID", "MAX_PLANES", "REGISTERS", "by_name", "link_word", "down_bit",
+           "NotSimulation", "SimClient"]
+
+BASE = 0xFFFF_0000
+SIM_ID = 0x5349_4D31           # "SIM1"
+MAX_PLANES = 8                 # sim.down_p<n> exists for this many
+
+
+def _r(name, offset, width, access, doc):
+    return Register("sim", name, BASE + offset, width, Access(access), 0, doc)
+
+
+REGISTERS: tuple[Register, ...] = (
+    _r("id", 0x00, 32, "CONST", "Identification: 0x53494D31 ('SIM1')."),
+    _r("nic", 0x04, 32, "CONST", "The NIC this port serves: its number in the system, which is "
+                                 "also its leaf's."),
+    _r("nics", 0x08, 32, "CONST", "NICs in the system."),
+    _r("planes", 0x0C, 32, "CONST", "Network planes."),
+    _r("spines", 0x10, 32, "CONST", "Spines per plane."),
+    _r("time_ns", 0x18, 64, "RO", "Simulated time, in ns (reading the low word takes a snapshot "
+                                  "that the high word then reads)."),
+    _r("link_down", 0x20, 32, "CMD", "Write plane << 16 | spine << 8 | leaf: that spine link "
+                                     "goes down, both directions; what is on it is lost. Reads 0."),
+    _r("link_up", 0x24, 32, "CMD", "Write plane << 16 | spine << 8 | leaf: that spine link "
+                                   "comes back. Reads 0."),
+    *(_r(f"down_p{p}", 0x40 + 4 * p, 32, "RO", f"Bit spine x sim.nics + leaf: that spine link of "
+                                               f"plane {p} is down.") for p in range(MAX_PLANES)),
+)
+_BY_NAME = {r.name: r for r in REGISTERS}
+
+
+def by_name(name: str) -> Register:
+    """A control register by its name without ``sim.``."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no simulation register named {name!r}; they are "
+                       + ", ".join(_BY_NAME)) from None
+
+
+def link_word(plane: int, spine: int, leaf: int) -> int:
+    """What sim.link_down and sim.link_up take."""
+    return plane << 16 | spine << 8 | leaf
+
+
+def down_bit(spine: int, leaf: int, nics: int) -> int:
+    """The bit of sim.down_p<plane> that says whether that link is down."""
+    return spine * nics + leaf
+
+
+class NotSimulation(Exception):
+    """The target answers, but not as a simulation does."""
+
+
+class SimClient:
+    """A simulation's control window, over a :class:`~mrcnic.mgmt.MgmtClient` of one of its
+    NICs' ports. Constructing it reads the simulation's shape (:attr:`info`); it raises
+    :class:`NotSimulation` for a target that has no control window."""
+
+    def __init__(self, client: MgmtClient):
+        self.client = client
+        try:
+            sim_id = self._read("id")
+        except StatusError as e:
+            if e.status is not Status.BAD_ADDRESS:
+                raise
+            raise NotSimulation(f"nothing at {by_name('id').offset:#x} (sim.id): a board, "
+                                "not mrcnic sim serve") from None
+        if sim_id != SIM_ID:
+            raise NotSimulation(f"sim.id reads {sim_id:#010x}, not {SIM_ID:#010x}: not mrcnic "
+                                "sim serve")
+        #: nic, nics, planes, spines
+        self.info = {k: self._read(k) for k in ("nic", "nics", "planes", "spines")}
+
+    def _read(self, name: str) -> int:
+        reg = by_name(name)
+        return self.client.read(reg.offset, reg.width)
+
+    def time_ns(self) -> int:
+        return self._read("time_ns")
+
+    def check_link(self, plane: int, spine: int, leaf: int) -> None:
+        """Raises ValueError naming the first of the three that the network does not have."""
+        for what, v, n, many in (("plane", plane, "planes", "planes"),
+                                 ("spine", spine, "spines", "spines a plane"),
+                                 ("leaf", leaf, "nics", "leaves a plane, one per NIC")):
+            top = self.info[n]
+            if not isinstance(v, int) or not 0 <= v < top:
+                raise ValueError(f"{what} {v} does not exist: the network has {top} {many} "
+                                 f"(0 .. {top - 1})")
+
+    def links(self) -> list[dict]:
+        """Every spine link: plane, spine, leaf and whether it is up."""
+        out = []
+        nics = self.info["nics"]
+        for plane in range(self.info["planes"]):
+            down = self._read(f"down_p{plane}")
+            out += [{"plane": plane, "spine": s, "leaf": leaf,
+                     "up": not down >> down_bit(s, leaf, nics) & 1}
+                    for s in range(self.info["spines"]) for leaf in range(nics)]
+        return out
+
+    def set_link(self, plane: int, spine: int, leaf: int, up: bool) -> bool:
+        """Takes a spine link down (``up`` False) or brings it back; returns whether it is up
+        now, as the simulation reads it back."""
+        self.check_link(plane, spine, leaf)
+        reg = by_name("link_up" if up else "link_down")
+        self.client.write(reg.offset, link_word(plane, spine, leaf), reg.width)
+        down = self._read(f"down_p{plane}")
+        return not down >> down_bit(spine, leaf, self.info["nics"]) & 1
