@@ -263,7 +263,7 @@ def _plot(path, r):
     kinds = {"new data": ([], [], "tab:blue", 6), "retransmission": ([], [], "tab:red", 14),
              "control": ([], [], "tab:gray", 3)}
     for pkts in r["sent"].values():
-        for t, _, ev, op, _, rtx in pkts:
+        for t, _, ev, op, _, rtx, _ in pkts:
             p, s = _path(ev, P, S)
             kind = "control" if op not in data else "retransmission" if rtx else "new data"
             kinds[kind][0].append(t)

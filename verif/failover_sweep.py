@@ -6,8 +6,9 @@ spread.
 
 Each (configuration, seed) is one two-NIC system run (verif/tb_system.py, scenario linkdown)
 with its own checks: every byte lands once, and every entry on the dead path that lost two
-new packets is ASSUMED_BAD before the link returns. The runs go ``--jobs`` at a time, each in
-build/sweep/<configuration>/<seed>/ (results.json; a failed run keeps its pcaps for
+new packets a SACK could show in time is ASSUMED_BAD before the link returns. The runs go
+``--jobs`` at a time, each in build/sweep/<configuration>/<seed>/ (results.json; a failed
+run keeps its pcaps for
 verif/failover_trace.py). ``--clean`` also runs each seed without the failure, for the
 completion-time inflation. Printed: the failures, and per configuration the distribution of
 failover_rtts (the last data packet onto the dead path after its death, in base RTTs) and of

@@ -56,6 +56,14 @@ def frame_bth(frame: bytes) -> dict:
     return {**bth, "inner": inner}
 
 
+def frame_ts(frame: bytes, bth: dict) -> int | None:
+    """A data frame's TSETH send time (the NIC's 16-bit timestamp counter), or None."""
+    if bth["opcode"] not in wire.DATA_OPCODES or not bth["tsh"]:
+        return None
+    at = bth["inner"] + wire.IPV6.length + wire.UDP.length + wire.BTH.length + wire.METH.length
+    return wire.TSETH.unpack(frame[at:])["tx_timestamp"]
+
+
 @dataclass
 class Message:
     src: int                 # host
@@ -80,7 +88,7 @@ class Host:
     rx_cpl: object
     completions: list = field(default_factory=list)       # (wr_id, status, time)
     received: list = field(default_factory=list)          # (qp, msn)
-    sent: list = field(default_factory=list)     # (time ns, plane, EV, opcode, dqp, rtx)
+    sent: list = field(default_factory=list)     # (ns, plane, EV, opcode, dqp, rtx, TSETH time)
     arrived: list = field(default_factory=list)  # whole data frames in: (ns, dqp, rtx, bytes)
 
 
@@ -170,7 +178,7 @@ class System:
             frame = bytes((await snk.recv()).tdata)
             bth = frame_bth(frame)
             host.sent.append((get_sim_time("ns"), pl, frame_ev(frame), bth["opcode"],
-                              bth["dqp"], bth["rtx"]))
+                              bth["dqp"], bth["rtx"], frame_ts(frame, bth)))
             self.net.inject(host.index, pl, frame)
 
     async def _completions(self, host):
@@ -373,9 +381,10 @@ async def scenario(dut):
                   for m in sysm.messages.values()],
         "arrived": {str(h.index): [(round((t - t0) / 1000, 4), dqp, rtx, n)
                               for t, dqp, rtx, n in h.arrived if t >= t0] for h in sysm.hosts},
-        "sent": {str(h.index): [(round((t - t0) / 1000, 4), pl, ev, op, dqp, rtx)
-                           for t, pl, ev, op, dqp, rtx in h.sent if t >= t0]
+        "sent": {str(h.index): [(round((t - t0) / 1000, 4), pl, ev, op, dqp, rtx, ts)
+                           for t, pl, ev, op, dqp, rtx, ts in h.sent if t >= t0]
                  for h in sysm.hosts},
+        "reo_wnd": await sysm.hosts[0].regs.read("rel.reo_wnd"),
         "wall_s": time.monotonic() - wall0, "t0_us": t0 / 1000,
         "profiles": {f"{h}.{q}": evs for (h, q), evs in sysm.profiles.items()},
         "snapshot_us": {label: at / 1000 for at, label in sc.snapshots(t0)},
