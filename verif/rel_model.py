@@ -210,30 +210,32 @@ class Sender:
             counted = pd + self.reorder < hd
             if not (pd < inflight if gbn else counted or (timed_on and pd < inflight)):
                 return
-            lost = counted or self._timed(s, self._record(s, p), now)
             if p not in s.pend and gbn:
                 self._retransmit(qp, s, p, cause, o)
-            elif p not in s.pend and p in s.out and not lost and pd >= hd:
-                return            # above the highest arrived: first sends leave in PSN order
-            elif p not in s.pend and p in s.out and lost:
-                # A SACK hole blames its path: the entry SKIP and the path suspect (and
-                # held), or, if the path lost one before and nothing arrived on it since, the
-                # whole path ASSUMED_BAD (it stays suspect).
-                r = self._record(s, p)
-                if r is not None:
-                    # (not while the QP sees congestion: a full queue loses packets too)
-                    path = self.layout.path(r.ev)
-                    bad = path in self.suspect[qp] and not s.congested
-                    self.suspect[qp].add(path)
-                    o.ev_updates.append((qp, r.index,
-                                         EvState.ASSUMED_BAD if bad else EvState.SKIP))
-                    if bad:
-                        o.paths.append((qp, r.index))
-                    else:
-                        s.hold = s.nxt
-                    self.counters["ev_bad" if bad else "ev_skip"] += 1
-                self._retransmit(qp, s, p, cause, o)
+            elif p not in s.pend and p in s.out:
+                if counted or self._timed(s, self._record(s, p), now):
+                    self._blame(qp, s, p, o)
+                    self._retransmit(qp, s, p, cause, o)
+                elif pd >= hd:
+                    return        # above the highest arrived: first sends leave in PSN order
             p = (p + 1) % PSN_MOD
+
+    def _blame(self, qp, s, p, o):
+        """A SACK hole blames its path: the entry SKIP and the path suspect (and held), or, if
+        the path lost one before and nothing arrived on it since, the whole path ASSUMED_BAD
+        (it stays suspect); not while the QP sees congestion: a full queue loses packets too."""
+        r = self._record(s, p)
+        if r is None:
+            return
+        path = self.layout.path(r.ev)
+        bad = path in self.suspect[qp] and not s.congested
+        self.suspect[qp].add(path)
+        o.ev_updates.append((qp, r.index, EvState.ASSUMED_BAD if bad else EvState.SKIP))
+        if bad:
+            o.paths.append((qp, r.index))
+        else:
+            s.hold = s.nxt
+        self.counters["ev_bad" if bad else "ev_skip"] += 1
 
     def held(self, qp: int) -> set:
         """The paths QP ``qp``'s new packets keep off now (the tracker's ``hold``): its suspect

@@ -181,7 +181,7 @@ class LinkDown(Scenario):
         reo_wnd = results["reo_wnd"]
 
         layout = EvLayout(results["planes"], results["spines"])
-        dead = (self.plane, self.spine)
+        dead = layout.path(layout.make(self.plane, self.spine))
 
         def shown(t, ts, witnesses):
             return any(tw > t and reo_wnd < (w - ts) % (1 << 16) < 1 << 15
@@ -194,10 +194,10 @@ class LinkDown(Scenario):
                     if op in data and dqp == q and ts is not None]
             # (the send times, 16-bit, wrap: a difference under half the range is forward)
             witnesses = [(t, ts) for t, ev, _, ts in sent
-                         if t <= deadline and (layout.plane(ev), layout.spine(ev)) != dead]
+                         if t <= deadline and layout.path(ev) != dead]
 
             for i, ev in enumerate(evs):
-                if (layout.plane(ev), layout.spine(ev)) != dead:
+                if layout.path(ev) != dead:
                     continue
                 after = sum(1 for t, e, rtx, ts in sent
                             if e == ev and not rtx and f["at_us"] <= t + t0 and shown(t, ts, witnesses))

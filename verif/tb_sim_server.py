@@ -22,7 +22,7 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
-from mrcnic import driver, regmap, simctl
+from mrcnic import regmap, simctl
 from mrcnic.mgmt import AccessError, MgmtServer, Status, UdpEndpoint
 from mrcnic.regmap import Access
 from mrcnic.verif.mgmt_bridge import Bridge
@@ -184,13 +184,7 @@ async def serve(dut):
     sc = SCENARIOS["clean"](planes=p["planes"], spines=p["spines"], width=p["width"])
     sysm = System(dut, p, sc, p["seed"])
     await sysm.start()
-    # As the system testbench's scenarios start: NSCC and the receivers' share period set for
-    # the RTT one full packet measures on the idle system.
-    base_rtt_us = await sysm.ping()
-    for host in sysm.hosts:
-        await host.regs.run(driver.set_congestion(**sc.congestion(base_rtt_us)))
-        await host.regs.run(driver.set_ack_policy(
-            *sc.ack_policy, share_period=sc.target_cycles(base_rtt_us)))
+    base_rtt_us = await sysm.tune()          # as the system testbench's scenarios start
     bridges = [Bridge(Window(NicRegisters(h.regs.transport), SimControl(sysm, h.index)))
                for h in sysm.hosts]
     endpoints = []

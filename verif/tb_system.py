@@ -60,8 +60,12 @@ def frame_ts(frame: bytes, bth: dict) -> int | None:
     """A data frame's TSETH send time (the NIC's 16-bit timestamp counter), or None."""
     if bth["opcode"] not in wire.DATA_OPCODES or not bth["tsh"]:
         return None
-    at = bth["inner"] + wire.IPV6.length + wire.UDP.length + wire.BTH.length + wire.METH.length
-    return wire.TSETH.unpack(frame[at:])["tx_timestamp"]
+    at = bth["inner"] + wire.IPV6.length + wire.UDP.length + wire.BTH.length
+    for h in wire.headers_after_bth(bth["opcode"], True):
+        if h is wire.TSETH:
+            return wire.TSETH.unpack(frame[at:])["tx_timestamp"]
+        at += h.length
+    raise AssertionError("a data frame's headers name no TSETH")
 
 
 @dataclass
@@ -257,6 +261,16 @@ class System:
             "va": m.va, "rkey": 0x100 + m.qp, "length": len(m.data)})))
         self.log(event="posted", host=m.src, qp=m.qp, wr_id=m.wr_id, bytes=len(m.data))
 
+    async def tune(self) -> float:
+        """As every scenario starts: the idle RTT one full packet measures (:meth:`ping`), and
+        each NIC's NSCC and receivers' share period set for it; that RTT, in microseconds."""
+        base_rtt_us = await self.ping()
+        for host in self.hosts:
+            await host.regs.run(driver.set_congestion(**self.sc.congestion(base_rtt_us)))
+            await host.regs.run(driver.set_ack_policy(
+                *self.sc.ack_policy, share_period=self.sc.target_cycles(base_rtt_us)))
+        return base_rtt_us
+
     async def ping(self) -> float:
         """The base RTT, in microseconds: one full packet written on an idle system, and the
         RTT its sender measured from its SACK (NICs and network together, no queue)."""
@@ -293,11 +307,7 @@ async def scenario(dut):
     dut._log.info(f"scenario {sc.name}, seed {seed}")
     sysm = System(dut, p, sc, seed)
     await sysm.start()
-    base_rtt_us = await sysm.ping()
-    for host in sysm.hosts:
-        await host.regs.run(driver.set_congestion(**sc.congestion(base_rtt_us)))
-        await host.regs.run(driver.set_ack_policy(
-            *sc.ack_policy, share_period=sc.target_cycles(base_rtt_us)))
+    base_rtt_us = await sysm.tune()
     t0 = sysm.t0 = get_sim_time("ns")
     failures = sc.failures(sysm.net, t0)
     cocotb.start_soon(sysm.net.schedule(failures, 0.0,
