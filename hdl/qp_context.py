@@ -1,9 +1,11 @@
 """QP context: what the NIC knows about each queue pair, in block RAM."""
 
 from amaranth import Module, Signal
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from mrcnic.enums import MTU_CODES, QpState, SrMode
 
 __all__ = ["QpState", "SrMode", "MTU_CODES", "READ_PORTS", "static_layout", "seq_layout",
            "context_write_layout", "QpContext"]
@@ -11,25 +13,6 @@ __all__ = ["QpState", "SrMode", "MTU_CODES", "READ_PORTS", "static_layout", "seq
 #: the static part's read ports besides the segmenter's: the receive side, the
 #: acknowledgements and the retransmissions each read their QP's context here
 READ_PORTS = ("rx", "ack", "rtx")
-
-#: mtu field value -> bytes
-MTU_CODES = {0: 256, 1: 512, 2: 1024, 3: 2048, 4: 4096}
-
-
-class QpState(enum.Enum, shape=3):
-    RESET = 0
-    INIT = 1
-    RTR = 2    # ready to receive
-    RTS = 3    # ready to send
-    ERROR = 4
-
-
-class SrMode(enum.Enum, shape=2):
-    """How the QP's packets are routed."""
-    PLAIN = 0      # plain RoCEv2: no outer header, switches hash the EV
-    USID = 1       # SRv6: outer IPv6 to the uSID carrier
-    USID_SRH = 2   # SRv6: outer IPv6 and an SRH when the path needs more than one carrier
-
 
 def static_layout():
     """Fields management sets and the datapath only reads: the peer and the route to it, and

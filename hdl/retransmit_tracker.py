@@ -8,6 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
+from mrcnic.enums import EvState, RelMode
 from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
 
@@ -16,7 +17,6 @@ from .ev_fields import ev_path
 from .headers import header_view
 from .reorder_tracker import PSN_BITS, SACK_BITS
 from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor_layout
-from .spray_scheduler import EvState
 from .transport_parser import transport_layout
 
 #: The time rule takes an arrival for this many cycles (65 us at 250 MHz): well inside the 16-bit
@@ -37,13 +37,6 @@ def receiver_share(rcv_wnd: int, pen: int) -> int:
     """The window a SACK with ``rcv_cwnd_pen`` ``pen`` (2 .. 127) allows, as the gateware
     computes it."""
     return (rcv_wnd * (RECIPROCAL_ONE // pen)) >> RECIPROCAL_SHIFT
-
-
-class RelMode(enum.Enum, shape=2):
-    """How the sender recovers (the ``rel.mode`` register)."""
-    SELECTIVE = 0   # MRC: retransmit exactly the packets the SACKs show missing
-    GO_BACK_N = 1   # plain RoCE: on a loss, resend everything from the first missing packet
-    OFF = 2         # nothing is retransmitted: a packet counts as acknowledged once sent
 
 
 def sent_layout(qps, evs):

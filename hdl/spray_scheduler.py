@@ -1,31 +1,17 @@
 """Spray scheduler: picks the EV (and so the plane and path) of every packet a QP sends."""
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from mrcnic.enums import EvState, LoadOp
 from mrcnic.evmap import EvLayout
 
 from .bits import first_from
 from .ev_fields import ev_path
 
 __all__ = ["EvState", "LoadOp", "SprayScheduler"]
-
-
-class EvState(enum.Enum, shape=2):
-    """The health of one EV of a QP's profile (MRC-REFERENCE, EV states)."""
-    GOOD = 0         # sprayed on
-    SKIP = 1         # left out for one rotation (ECN seen, or trimmed)
-    ASSUMED_BAD = 2  # not used until a probe brings it back; replaced by a backup when one exists
-    DENIED = 3       # set and cleared by management only
-
-
-class LoadOp(enum.Enum, shape=2):
-    """What a profile load does (the value of the ``ev.load`` command)."""
-    ENTRY = 0    # entry ``index`` becomes ``ev``, GOOD
-    SPARE = 1    # ``ev`` becomes a spare of plane ``index % planes``
-    CLEAR = 2    # the QP's profile and spares are emptied (a new, perhaps smaller, one follows)
 
 
 class SprayScheduler(wiring.Component):

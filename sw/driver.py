@@ -17,10 +17,8 @@ import functools
 import ipaddress
 from dataclasses import dataclass
 
+from .enums import MTU_CODES, EvState, LoadOp, QpState, RelMode, SrMode
 from .evmap import EvLayout, UsidTemplate
-from .hdl.qp_context import MTU_CODES, QpState, SrMode
-from .hdl.retransmit_tracker import RelMode
-from .hdl.spray_scheduler import EvState, LoadOp
 from .regclient import Program, RegisterError, command, read, write
 from .regmap import (
     BUS_ERRORS,

