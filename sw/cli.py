@@ -142,8 +142,9 @@ def _cmd_regs_show(args) -> int:
 def _register_value(text: str, reg: regmap.Register) -> int:
     """A value as typed: a number (decimal or 0x-hex), or for a 48-bit register a MAC address
     and for a 128-bit one an IPv6 address."""
-    if re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9]+", text):
-        return int(text, 0) if text[:2].lower() == "0x" else int(text)
+    number = _as_number(text)
+    if number is not None:
+        return number
     if reg.width == 48 and re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", text):
         return int(text.replace(":", ""), 16)
     if reg.width == 128 and ":" in text:
@@ -322,12 +323,20 @@ def _print_json(args, data) -> None:
     print(json.dumps(data, indent=2 if args.pretty else None))
 
 
-def _number(text: str, what: str) -> int:
+def _as_number(text: str) -> int | None:
+    """A number typed in decimal or 0x-hex, or None."""
     if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
         return int(text, 16)
     if re.fullmatch(r"[0-9]+", text):
         return int(text, 10)
-    raise argparse.ArgumentTypeError(f"{what} {text!r} is not a number (decimal or 0x-hex)")
+    return None
+
+
+def _number(text: str, what: str) -> int:
+    number = _as_number(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(f"{what} {text!r} is not a number (decimal or 0x-hex)")
+    return number
 
 
 def _fmt_widths(text: str) -> tuple[int, ...]:
