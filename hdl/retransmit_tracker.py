@@ -95,7 +95,10 @@ class RetransmitTracker(wiring.Component):
       packet the QP had sent by then is acknowledged or found lost: the highest PSN known to
       have arrived ``reorder`` past them. So a dead path carries nothing new from its first
       loss seen, and goes whole at its second, which its packets already in flight give,
-      even while the retransmissions keep the QP moving and no timeout fires.
+      even while the retransmissions keep the QP moving and no timeout fires. If nothing
+      arrived on the hole's path while it was held, the hold ends with that path ASSUMED_BAD
+      (its probes bring it back): a QP sending too little to lose a second packet there
+      would otherwise take the path up again on no evidence, dead or not.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
       that packet is retransmitted at once if the QP's bytes in flight less its own are below
       the new window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
@@ -366,18 +369,31 @@ class RetransmitTracker(wiring.Component):
         # The hold: from a QP's first SACK hole on a path, its suspect paths carry nothing new
         # until every packet it had sent by then has been acknowledged or found lost (the
         # highest acknowledged ``reorder`` past them); so a dead path's other entries lose no
-        # more while their losses in flight come to light. A later first hole renews it.
+        # more while their losses in flight come to light. A later first hole renews it. The
+        # hole's entry and path are kept: if nothing arrived on that path while held, the hold
+        # ends with the path ASSUMED_BAD (HOLD_END), for a QP sending too little to lose a
+        # second packet there would otherwise use it again, dead or not, with no evidence.
         holding = Signal(Q)
         hold_psn = [Signal(PSN_BITS, name=f"hold_psn_q{q}") for q in range(Q)]
         hold_set = Signal()                  # the FSM's QP ``cq`` starts (or renews) its hold
+        hold_end = Signal()                  # the FSM's QP ``cq`` ends it
+        sus_index = [Signal(range(E), name=f"sus_index_q{q}") for q in range(Q)]
+        sus_path = [Signal(range(NP), name=f"sus_path_q{q}") for q in range(Q)]
+        sus_live = Signal(Q)                 # that path not retired since (by a second hole)
+        new_index, new_path = Signal(range(E)), Signal(range(NP))
+        retired = Signal()                   # the FSM's QP ``cq`` retires path ``new_path``
         for q in range(Q):
-            past = Signal(PSN_BITS, name=f"hold_past_q{q}")
-            m.d.comb += [past.eq(high[q] - hold_psn[q]),
-                         self.hold[q].eq(Mux(holding[q] & ~congested[q], suspect[q], 0))]
+            m.d.comb += self.hold[q].eq(Mux(holding[q] & ~congested[q], suspect[q], 0))
             with m.If(hold_set & (cq == q)):
-                m.d.sync += [holding[q].eq(1), hold_psn[q].eq(nxt[q])]
-            with m.Elif((past >= self.reorder) & ~past[-1]):
+                m.d.sync += [holding[q].eq(1), hold_psn[q].eq(nxt[q]), sus_live[q].eq(1),
+                             sus_index[q].eq(new_index), sus_path[q].eq(new_path)]
+            with m.Elif(hold_end & (cq == q)):
                 m.d.sync += holding[q].eq(0)
+            with m.If(retired & (cq == q) & (new_path == sus_path[q])):
+                m.d.sync += sus_live[q].eq(0)
+        c_past = Signal(PSN_BITS)
+        m.d.comb += c_past.eq(c_high - Array(hold_psn)[cq])
+        lapsed = holding.bit_select(cq, 1) & (c_past >= self.reorder) & ~c_past[-1]
 
         # NSCC's multiplicative decrease, at most once a round trip: after one, marks on
         # packets sent before it (below ``cut_psn``) answer the window it replaced. Without
@@ -643,8 +659,26 @@ class RetransmitTracker(wiring.Component):
                             count("ev_bad")
                         with m.Else():
                             count("ev_skip")
+                        m.next = "HOLD_CHECK"
+                with m.Else():
+                    m.next = "HOLD_CHECK"
+
+            # ---- a hold whose packets have all been accounted for ends ---------------------
+            with m.State("HOLD_CHECK"):
+                c_sus_path = Array(sus_path)[cq]
+                unproven = (Array(suspect)[cq].bit_select(c_sus_path, 1)
+                            & sus_live.bit_select(cq, 1) & ~congested.bit_select(cq, 1))
+                with m.If(lapsed & unproven):
+                    m.d.comb += [self.ev_update.valid.eq(1),
+                                 self.ev_update.payload.index.eq(Array(sus_index)[cq]),
+                                 self.ev_update.payload.state.eq(EvState.ASSUMED_BAD),
+                                 self.ev_update.payload.path.eq(1)]
+                    with m.If(self.ev_update.ready):
+                        count("ev_bad")
+                        m.d.comb += hold_end.eq(1)
                         m.next = "WALK_RD"
                 with m.Else():
+                    m.d.comb += hold_end.eq(lapsed)
                     m.next = "WALK_RD"
 
             # ---- una advances to the cumulative PSN, completing messages -------------------
@@ -715,9 +749,11 @@ class RetransmitTracker(wiring.Component):
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
                         Mux(again, EvState.ASSUMED_BAD, EvState.SKIP)),
                         self.ev_update.payload.path.eq(again)]
+                    m.d.comb += [new_index.eq(rec.index), new_path.eq(ev_path(lay, rec.ev))]
                     with m.If(self.ev_update.ready):
                         with m.If(again):
                             count("ev_bad")
+                            m.d.comb += retired.eq(1)
                         with m.Else():
                             count("ev_skip")
                             m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]

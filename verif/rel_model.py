@@ -85,6 +85,7 @@ class _Qp:
     rttvar: int = 0
     congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
     hold: int | None = None   # held since a first hole: until high is ``reorder`` past this
+    hole: tuple | None = None  # that hole's (entry index, path), until a second retires it
     cut: int | None = None    # the first PSN sent after the last decrease, until SACKed past
     rack: int | None = None   # the send time of the latest-sent packet known to have arrived
 
@@ -233,17 +234,31 @@ class Sender:
         o.ev_updates.append((qp, r.index, EvState.ASSUMED_BAD if bad else EvState.SKIP))
         if bad:
             o.paths.append((qp, r.index))
+            if s.hole is not None and s.hole[1] == path:
+                s.hole = None
         else:
-            s.hold = s.nxt
+            s.hold, s.hole = s.nxt, (r.index, path)
         self.counters["ev_bad" if bad else "ev_skip"] += 1
+
+    def _hold_check(self, qp, s, o):
+        """A hold ends once the highest PSN known to have arrived is ``reorder`` past every
+        packet sent by then; if nothing arrived on its hole's path meanwhile (and the QP sees
+        no congestion), with that path ASSUMED_BAD."""
+        if s.hold is None or not self.reorder <= self._d(s.high, s.hold) < PSN_MOD // 2:
+            return
+        s.hold = None
+        if s.hole is None:
+            return
+        index, path = s.hole
+        if path in self.suspect[qp] and not s.congested:
+            o.ev_updates.append((qp, index, EvState.ASSUMED_BAD))
+            o.paths.append((qp, index))
+            self.counters["ev_bad"] += 1
 
     def held(self, qp: int) -> set:
         """The paths QP ``qp``'s new packets keep off now (the tracker's ``hold``): its suspect
-        paths, from a first hole until the highest PSN known to have arrived is ``reorder``
-        past every packet sent by then; none while it sees congestion."""
+        paths, from a first hole until the hold ends; none while it sees congestion."""
         s = self.q[qp]
-        if s.hold is not None and self.reorder <= self._d(s.high, s.hold) < PSN_MOD // 2:
-            s.hold = None
         return set() if s.hold is None or s.congested else set(self.suspect[qp])
 
     def _retransmit(self, qp, s, p, cause, o):
@@ -312,6 +327,7 @@ class Sender:
         top = (base + top_bit + 1) % PSN_MOD if bitmap else cack
         if self._d(top, s.una) > hd:
             s.high = top
+        self._hold_check(qp, s, o)
         while s.una != cack:
             r = self._record(s, s.una)
             if r is not None and r.last:

@@ -902,6 +902,49 @@ async def a_path_that_keeps_losing_is_retired(dut):
     await rig.counters()
 
 
+@cocotb.test()
+async def a_path_silent_through_its_hold_is_retired(dut):
+    """A QP that sends too little to lose a second packet on a path must not take it up again
+    on no evidence: when the hold that its first hole started ends (every packet sent by then
+    accounted for) and nothing arrived on the path meanwhile, every entry on it goes
+    ASSUMED_BAD, to come back by probe. An arrival on the path during the hold clears it: the
+    hold then ends with the path in use."""
+    rig = await Rig.start(dut)
+    N, E = 64, rig.p["evs"]
+    for q, arrival in ((0, False), (1, True)):
+        profile = rig.cfg.profiles[q]
+        psns = await rig.post(q, N)
+        await rig.send_new(N)
+        ix = _uses(rig, q, psns)
+        px = _paths(rig, q, ix)
+        a, b = _path_uses(px, N, 2)
+        on_path = {i for i, ev in enumerate(profile) if rig.cfg.layout.path(ev) == px[a]}
+        out = await _hole_at(rig, q, psns, px, a, "the hole")
+        assert (q, ix[a], EvState.SKIP) in out.ev_updates and not out.paths, out
+        await rig.expect(out, "the hole")
+        if arrival:
+            out = await rig.sack(q, psns[a], bitmap=(1 << (b - a)) - 1, offset=1, trig=psns[b])
+            await rig.expect(out, "an arrival on the path")
+        # The QP's next packets keep off the path (unless it was cleared); they all arrive,
+        # the last of them a ``reorder`` and more past the hold: the hold ends.
+        later = await rig.post(q, E)
+        await rig.send_new(E, "while the path is held")
+        on_it = [p for p in later if rig.cfg.layout.path(rig.ev_of[(q, p)][0]) == px[a]]
+        assert arrival or not on_it, f"PSNs {on_it} went on held path {px[a]}"
+        trig = next(p for p in reversed(later) if p not in on_it)    # not on the path
+        out = await rig.sack(q, later[-1] + 1, trig=trig)
+        await rig.expect(out, "the hold's end")
+        assert rig.model.held(q) == set(), rig.model.held(q)
+        states = await rig.cfg.regs.run(driver.ev_states(q))
+        bad = {i for i, st in enumerate(states) if st is EvState.ASSUMED_BAD}
+        if arrival:
+            assert not out.paths and not bad, (out, states)
+        else:
+            assert out.paths == [(q, ix[a])], out.paths
+            assert bad == on_path, states
+    await rig.counters()
+
+
 def _uses(rig, q, psns):
     """Each PSN's profile entry."""
     return [rig.cfg.profiles[q].index(rig.ev_of[(q, p)][0]) for p in psns]
