@@ -98,7 +98,10 @@ class RetransmitTracker(wiring.Component):
       even while the retransmissions keep the QP moving and no timeout fires. If nothing
       arrived on the hole's path while it was held, the hold ends with that path ASSUMED_BAD
       (its probes bring it back): a QP sending too little to lose a second packet there
-      would otherwise take the path up again on no evidence, dead or not.
+      would otherwise take the path up again on no evidence, dead or not. A hole on a path
+      whose latest arrival carried ECN only sets its entry SKIP: a packet held in a long
+      queue is overtaken, by count or by time, as a lost one is, and retiring queued paths
+      crowded the rest (a clean failover-bench run retired six).
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
       that packet is retransmitted at once if the QP's bytes in flight less its own are below
       the new window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
@@ -128,15 +131,16 @@ class RetransmitTracker(wiring.Component):
     2 or more also holds it to ``rcv_wnd`` / n (no less than ``cwnd_min``; ``rcv_wnd`` 0
     ignores it): the receiver's port shared by its n busy QPs, the word of an incast that
     arrives with the first SACK, long before the QP's own feedback could close a window opened
-    too wide. A QP alone at its receiver (n = 1) is left to NSCC: while it recovers a loss, the
-    bytes above the hole count as in flight, and a window held to the port's share would stall
-    it.
+    too wide. A QP alone at its receiver (n = 1) is left to NSCC.
 
     After a trim, until a SACK with neither ECN nor an RTT at or above the target, a SACK hole
     sets its entry SKIP but never ASSUMED_BAD: a full queue loses packets as a dead path does,
     and retiring the paths of a congested QP only crowds its traffic onto fewer of them.
-    A QP sends a new packet only while its bytes in flight (payload bytes sent and not yet
-    cumulatively acknowledged) are below its window (not in OFF mode).
+    A QP sends a new packet only while its bytes in flight are below its window (not in OFF
+    mode): payload bytes sent and neither cumulatively acknowledged nor SACKed (as TCP's
+    "pipe"). A packet SACKed above a hole has left the network: counted until the hole is
+    filled, it stalled the QP for the round trip its recovery takes (the link-down transfers
+    took up to 19% longer than clean ones).
 
     Retransmissions re-read their payload (the descriptor is sent again), count their try in the
     descriptor (the TX side sets the BTH rtx bit), and avoid the EV that carried the last try.
@@ -282,6 +286,11 @@ class RetransmitTracker(wiring.Component):
         NP = lay.paths
         suspect = [Signal(NP, name=f"suspect_q{q}") for q in range(Q)]
         sus_set, sus_clr = Signal(NP), Signal(NP)
+        # Paths whose latest arrival carried ECN: their queues are long, and a packet held in
+        # one is overtaken, by count or by time, as a lost one is; a hole there is not
+        # blamed on the path (retiring queued paths spiralled: a clean bench run retired six).
+        marked = [Signal(NP, name=f"marked_q{q}") for q in range(Q)]
+        mark_set, mark_clr = Signal(NP), Signal(NP)
 
         def path_bit(ev):
             return (Const(1, NP) << ev_path(lay, ev))[:NP]
@@ -357,14 +366,17 @@ class RetransmitTracker(wiring.Component):
 
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
-        walk_len = Signal(13)            # set by the walk for QP cq
+        walk_len = Signal(13)            # set by the walk (and PIPE) for QP cq
+        pipe_bits = Signal(SACK_BITS)    # the last SACK's newly SACKed, from ``pipe_base``
+        pipe_base = Signal(PSN_BITS)
         for q in range(Q):
             add = Mux(self.gate_take & (self.gate_qp == q), self.gate_length, 0)
             m.d.sync += flight[q].eq(flight[q] + add - Mux(cq == q, walk_len, 0))
 
         for q in range(Q):
             with m.If(cq == q):
-                m.d.sync += suspect[q].eq((suspect[q] | sus_set) & ~sus_clr)
+                m.d.sync += [suspect[q].eq((suspect[q] | sus_set) & ~sus_clr),
+                             marked[q].eq((marked[q] | mark_set) & ~mark_clr)]
 
         # The hold: from a QP's first SACK hole on a path, its suspect paths carry nothing new
         # until every packet it had sent by then has been acknowledged or found lost (the
@@ -475,6 +487,7 @@ class RetransmitTracker(wiring.Component):
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
                                          rack_on[q].eq(0),
                                          suspect[q].eq(0), congested[q].eq(0), holding[q].eq(0),
+                                         marked[q].eq(0),
                                          cutting[q].eq(0), flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
@@ -628,11 +641,16 @@ class RetransmitTracker(wiring.Component):
                                              rttvar[q].eq(rttvar[q] + ((
                                                  sgn(mag, TIME_BITS + 2)
                                                  - sgn(rttvar[q], TIME_BITS + 2)) >> 2))]
-                    # What the bitmap covers is no longer outstanding.
+                    # What the bitmap covers is no longer outstanding, nor in flight: the
+                    # bytes of those still outstanding leave the flight (PIPE), so a hole at
+                    # una does not stall the QP while it is recovered.
                     rot = Signal(range(W + 1))
                     wide = Signal(W)
                     m.d.comb += [rot.eq(W - base[:wb]), wide.eq(f_bits),
                                  f_out_clr.eq(Cat(wide, wide).bit_select(rot, W))]
+                    out_rel = Signal(W)          # c_out from ``base`` on, bitmap-aligned
+                    m.d.comb += out_rel.eq(Cat(c_out, c_out).bit_select(base[:wb], W))
+                    m.d.sync += [pipe_bits.eq(f_bits & out_rel[:SACK_BITS]), pipe_base.eq(base)]
                     top = Signal(PSN_BITS)
                     m.d.comb += top.eq(Mux(f_bits.any(), base + top_bit + 1, f_cack))
                     with m.If((top - c_una)[:PSN_BITS] > hd):
@@ -646,11 +664,14 @@ class RetransmitTracker(wiring.Component):
             with m.State("SACK_EV"):
                 m.d.comb += rd.addr.eq(slot(cq, f_trig))
                 came = (rec.pkt.psn == f_trig) & (rec.ev == f_ent) & (rec.pkt.qp == cq)
+                ecn = f_m == wire.SackMark.SKIP_ONCE
                 with m.If(came):
-                    # A packet arrived on this path: it is not suspect (any more).
-                    m.d.comb += sus_clr.eq(path_bit(rec.ev))
-                marked = ((f_m == wire.SackMark.SKIP_ONCE) | (f_m == wire.SackMark.ALWAYS_SKIP))
-                with m.If(came & marked):
+                    # A packet arrived on this path: it is not suspect (any more), and its
+                    # queue is as long as its mark says.
+                    m.d.comb += [sus_clr.eq(path_bit(rec.ev)),
+                                 mark_set.eq(Mux(ecn, path_bit(rec.ev), 0)),
+                                 mark_clr.eq(Mux(ecn, 0, path_bit(rec.ev)))]
+                with m.If(came & (ecn | (f_m == wire.SackMark.ALWAYS_SKIP))):
                     bad = f_m == wire.SackMark.ALWAYS_SKIP
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
                         Mux(bad, EvState.ASSUMED_BAD, EvState.SKIP))]
@@ -676,10 +697,28 @@ class RetransmitTracker(wiring.Component):
                     with m.If(self.ev_update.ready):
                         count("ev_bad")
                         m.d.comb += hold_end.eq(1)
-                        m.next = "WALK_RD"
+                        m.next = "PIPE"
                 with m.Else():
                     m.d.comb += hold_end.eq(lapsed)
+                    m.next = "PIPE"
+
+            # ---- packets SACKed above una leave the flight ----------------------------------
+            with m.State("PIPE"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                at = first_from(m, pipe_bits, 0, "pipe_at")
+                m.d.sync += p.eq(pipe_base + at)
+                with m.If(pipe_bits.any()):
+                    m.d.sync += pipe_bits.eq(pipe_bits & ~(Const(1, SACK_BITS) << at)[:SACK_BITS])
+                    m.next = "PIPE_RD"
+                with m.Else():
                     m.next = "WALK_RD"
+            with m.State("PIPE_RD"):
+                m.d.comb += rd.addr.eq(slot(cq, p))
+                m.next = "PIPE_USE"
+            with m.State("PIPE_USE"):
+                m.d.comb += [rd.addr.eq(slot(cq, p)),
+                             walk_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0))]
+                m.next = "PIPE"
 
             # ---- una advances to the cumulative PSN, completing messages -------------------
             with m.State("WALK_RD"):
@@ -702,8 +741,11 @@ class RetransmitTracker(wiring.Component):
                     with m.If(ends):
                         count("completions")
                     count("acked")
+                    # (one SACKed left the flight then)
                     m.d.comb += [f_out_clr.eq(onehot(c_una)), f_pend_clr.eq(onehot(c_una)),
-                                 walk_len.eq(Mux(rec.pkt.psn == c_una, rec.pkt.length, 0))]
+                                 walk_len.eq(Mux((rec.pkt.psn == c_una)
+                                                 & c_out.bit_select(c_una[:wb], 1),
+                                                 rec.pkt.length, 0))]
                     for q in range(Q):
                         with m.If(cq == q):
                             m.d.sync += [una[q].eq(c_una + 1), tstart[q].eq(self.now)]
@@ -731,7 +773,9 @@ class RetransmitTracker(wiring.Component):
                 # every entry on it bad at once (it stays suspect).
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 lost_on = path_bit(rec.ev)
-                again = (Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
+                queued = (Array(marked)[cq] & lost_on).any()
+                again = ((Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
+                         & ~queued)
                 early = Signal(TIME_BITS)      # how long before the latest arrived it left
                 r_rack = Array(rack_ts)[cq]
                 # (only a recent arrival counts: the 16-bit times wrap, and a plane silent for
@@ -756,7 +800,8 @@ class RetransmitTracker(wiring.Component):
                             m.d.comb += retired.eq(1)
                         with m.Else():
                             count("ev_skip")
-                            m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]
+                            with m.If(~queued):
+                                m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]
                         m.next = "SCAN_RTX"
                 with m.Else():
                     m.next = "SCAN_RTX"

@@ -26,11 +26,13 @@ class SprayScheduler(wiring.Component):
     takes its place (GOOD) and the bad EV leaves the profile.
 
     SKIP lasts one rotation: the QP's next ``profile size`` grants after the current rotation
-    ends (so at least one full rotation, at most two), then the EV is GOOD again.
+    ends (so at least one full rotation, at most two), then the EV is GOOD again. Skipping moves
+    traffic to the plane's other EVs, never to another plane: a plane whose GOOD EVs are all
+    skipped keeps its turn with them.
 
     The reliability engine may hold paths of a QP (``hold``): a path (the plane and spine an
     EV names) that lost a packet and has not shown since that it works. The QP's GOOD EVs on
-    a held path are passed over while a ready plane has another GOOD EV; their state does not
+    a held path are passed over while their plane has another GOOD EV; their state does not
     change. An ASSUMED_BAD update with ``path`` retires every GOOD EV of the QP on that entry's
     path at once: a dead link loses whatever is sent its way, on any entry.
 
@@ -190,12 +192,26 @@ class SprayScheduler(wiring.Component):
         # Each (QP, plane) sprays in rounds: an EV used this round waits until every other
         # eligible EV of its plane has had its turn, so traffic spreads evenly however the good
         # EVs are scattered; within a round the order is pseudo-random.
-        open_now = Signal(E)          # GOOD and not skipped
+        open_now = Signal(E)          # GOOD and not skipped; a plane's skipped ones if all are
         used_now = Signal(E)
+        good_now = Signal(E)
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
-                    m.d.comb += [open_now.eq(good[q] & ~skip_now[q]), used_now.eq(used[q])]
+                    m.d.comb += [good_now.eq(good[q]), used_now.eq(used[q])]
+        unskipped = Signal(E)
+        with m.Switch(qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += unskipped.eq(good[q] & ~skip_now[q])
+        # A plane whose GOOD EVs are all skipped keeps its turn with them: skipping is to move
+        # traffic to other paths of the plane, and taking the plane out of turn sent its
+        # share to the others, whose ports then queued (20 us on the failover bench's seed 9).
+        for p in range(P):
+            lanes = range(p, E, P)
+            has_open = Cat(*[unskipped[i] for i in lanes]).any()
+            for i in lanes:
+                m.d.comb += open_now[i].eq(Mux(has_open, unskipped[i], good_now[i]))
 
         def on_ready_plane(bits):
             """Whether a ready plane has one of ``bits``."""
@@ -213,8 +229,13 @@ class SprayScheduler(wiring.Component):
         free = Signal(E)
         m.d.comb += free.eq(open_now & ~Cat(*[held_paths.bit_select(cur_paths[i], 1)
                                               for i in range(E)]))
+        # (per plane, so a plane whose open EVs are all on held paths keeps its turn)
         base = Signal(E)
-        m.d.comb += base.eq(Mux(on_ready_plane(free), free, open_now))
+        for p in range(P):
+            lanes = range(p, E, P)
+            has_free = Cat(*[free[i] for i in lanes]).any()
+            for i in lanes:
+                m.d.comb += base[i].eq(Mux(has_free, free[i], open_now[i]))
         # A retry leaves out the entry that lost the packet, if a ready plane has another.
         avoid = Signal(E)
         m.d.comb += avoid.eq(Mux(self.request.payload.retry,
@@ -235,11 +256,6 @@ class SprayScheduler(wiring.Component):
         m.d.comb += usable.eq(Cat(*[plane_bits[p].any() for p in range(P)]) & port_ready)
         # Whether a ready plane has GOOD EVs at all, skipped or not: if only SKIP holds the
         # packet back, the rotation ends now rather than never.
-        good_now = Signal(E)
-        with m.Switch(qp):
-            for q in range(Q):
-                with m.Case(q):
-                    m.d.comb += good_now.eq(good[q])
         only_skipped = Signal()
         m.d.comb += only_skipped.eq(~usable.any() & (Cat(*[
             Cat(*[good_now[i] for i in range(p, E, P)]).any() for p in range(P)])

@@ -80,7 +80,7 @@ class _Qp:
     pend: set = field(default_factory=set)
     records: dict = field(default_factory=dict)   # slot (psn % window) -> Sent
     cwnd: int = 0
-    flight: int = 0                               # payload bytes not cumulatively acknowledged
+    flight: int = 0                               # payload bytes neither cumulatively acked nor SACKed
     srtt: int | None = None
     rttvar: int = 0
     congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
@@ -112,6 +112,7 @@ class Sender:
         self.probes = {}                          # qp -> _Probes
         self.peer = [(1 << planes) - 1] * qps     # planes each QP's peer can receive on
         self.suspect = [set() for _ in range(qps)]   # paths that lost a packet, none since
+        self.marked = [set() for _ in range(qps)]    # paths whose latest arrival had ECN
 
     def _d(self, a, b):
         return (a - b) % PSN_MOD
@@ -120,6 +121,7 @@ class Sender:
         self.q[qp] = _Qp(una=psn, nxt=psn, high=psn, cwnd=self.cc.cwnd_init)
         self.peer[qp] = (1 << self.planes) - 1
         self.suspect[qp] = set()
+        self.marked[qp] = set()
 
     def endpoint(self, qp: int, op: int, mask: int = 0):
         """An ERTH for QP ``qp``: a port status sets the planes its peer can receive on."""
@@ -224,11 +226,17 @@ class Sender:
     def _blame(self, qp, s, p, o):
         """A SACK hole blames its path: the entry SKIP and the path suspect (and held), or, if
         the path lost one before and nothing arrived on it since, the whole path ASSUMED_BAD
-        (it stays suspect); not while the QP sees congestion: a full queue loses packets too."""
+        (it stays suspect); not while the QP sees congestion: a full queue loses packets too.
+        A hole on a path whose latest arrival carried ECN only sets its entry SKIP: a packet
+        held in a long queue is overtaken as a lost one is."""
         r = self._record(s, p)
         if r is None:
             return
         path = self.layout.path(r.ev)
+        if path in self.marked[qp]:          # held in a queue, as likely as lost
+            o.ev_updates.append((qp, r.index, EvState.SKIP))
+            self.counters["ev_skip"] += 1
+            return
         bad = path in self.suspect[qp] and not s.congested
         self.suspect[qp].add(path)
         o.ev_updates.append((qp, r.index, EvState.ASSUMED_BAD if bad else EvState.SKIP))
@@ -312,7 +320,12 @@ class Sender:
             s.rack = ts
         r = self._record(s, trig)
         if r is not None and r.ev == entropy:
-            self.suspect[qp].discard(self.layout.path(r.ev))     # one arrived on this path
+            path = self.layout.path(r.ev)
+            self.suspect[qp].discard(path)     # one arrived on this path
+            if m == wire.SackMark.SKIP_ONCE:   # its queue is long: a hole there is no blame
+                self.marked[qp].add(path)
+            else:
+                self.marked[qp].discard(path)
         if m in (wire.SackMark.SKIP_ONCE, wire.SackMark.ALWAYS_SKIP):
             if r is not None and r.ev == entropy:
                 bad = m == wire.SackMark.ALWAYS_SKIP
@@ -320,8 +333,11 @@ class Sender:
                 self.counters["ev_bad" if bad else "ev_skip"] += 1
         base = (cack + sack_offset) % PSN_MOD
         for i in range(64):
-            if bitmap >> i & 1:
-                s.out.discard((base + i) % PSN_MOD)
+            psn = (base + i) % PSN_MOD
+            if bitmap >> i & 1 and psn in s.out:
+                s.out.discard(psn)
+                r = self._record(s, psn)
+                s.flight -= r.length if r is not None else 0      # SACKed: out of flight
         hd = self._d(s.high, s.una)
         hd = 0 if hd > inflight else hd
         top = (base + top_bit + 1) % PSN_MOD if bitmap else cack
@@ -334,7 +350,8 @@ class Sender:
                 o.completions.append(r.wr_id)
                 self.counters["completions"] += 1
             self.counters["acked"] += 1
-            s.flight -= r.length if r is not None else 0
+            if s.una in s.out:          # (a SACKed one left the flight then)
+                s.flight -= r.length if r is not None else 0
             s.out.discard(s.una)
             s.pend.discard(s.una)
             s.una = (s.una + 1) % PSN_MOD

@@ -62,7 +62,11 @@ class Tb:
             i = d["index"]
             assert i < self.size, f"index {i} outside the profile"
             assert d["plane"] == i % self.p["planes"], f"index {i} reported on plane {d['plane']}"
-            assert self.state[q][i] is EvState.GOOD, f"QP {q} EV {i} is {self.state[q][i].name}"
+            st, P = self.state[q][i], self.p["planes"]
+            # (a plane whose GOOD EVs are all skipped sprays over its skipped ones)
+            plane_open = any(self.state[q][j] is EvState.GOOD for j in range(i % P, self.size, P))
+            assert st is EvState.GOOD or (st is EvState.SKIP and not plane_open), \
+                f"QP {q} EV {i} is {st.name}"
             assert d["ev"] == self.profile[q][i], (f"QP {q} index {i}: EV {d['ev']:#x}, profile "
                                                    f"holds {self.profile[q][i]:#x}")
             out.append(d)
@@ -154,6 +158,20 @@ async def spray_follows_the_rules(dut):
     gs = await tb.grants([0], 12 * tb.size)
     assert any(g["index"] == 6 for g in gs), "a SKIP EV never came back"
 
+    # A plane whose GOOD EVs are all skipped keeps its turn, over the skipped ones: skipping
+    # moves traffic within a plane, never onto another plane's port.
+    if P > 1:
+        lane = [i for i in range(tb.size) if i % P == 0]
+        for i in lane:
+            await tb.update(0, i, EvState.SKIP)
+            tb.state[0][i] = EvState.SKIP
+        gs = await tb.grants([0], 2 * P)
+        counts = [sum(g["plane"] == k for g in gs) for k in range(P)]
+        assert counts == [2] * P, f"planes out of turn with plane 0 all skipped: {counts}"
+        for i in lane:
+            tb.state[0][i] = EvState.GOOD
+        await tb.grants([0], 4 * tb.size)     # the rotation ends: GOOD again
+
     # An update outside the profile is refused and changes nothing.
     if tb.size < p["evs"]:
         ignored = int(dut.ignored.value)
@@ -187,8 +205,8 @@ async def spray_follows_the_rules(dut):
 
 @cocotb.test()
 async def held_paths_wait_and_a_dead_path_goes_whole(dut):
-    """A QP's entries on a held path are passed over while another is usable, and used when
-    none is; ASSUMED_BAD with ``path`` retires every GOOD entry on that path, unless nothing
+    """A QP's entries on a held path are passed over while another of their plane is usable,
+    and used when none is (the plane keeps its turn); ASSUMED_BAD with ``path`` retires every GOOD entry on that path, unless nothing
     would be left; a spare brings its own path to the entry it takes."""
     p = params()
     rng = random.Random(p["seed"])
@@ -237,6 +255,13 @@ async def held_paths_wait_and_a_dead_path_goes_whole(dut):
     await ClockCycles(dut.clk, 2)
     gs = await tb.grants([0], 8 * tb.size)
     assert {g["index"] for g in gs} == set(range(tb.size)), "a QP with every path held stalled"
+    # Every path of plane 0 held: the plane keeps its turn, on them.
+    if P > 1:
+        hold(0, {path_of(0, i) for i in range(0, tb.size, P)})
+        await ClockCycles(dut.clk, 2)
+        gs = await tb.grants([0], 4 * P)
+        counts = [sum(g["plane"] == k for g in gs) for k in range(P)]
+        assert counts == [4] * P, f"planes out of turn with plane 0's paths all held: {counts}"
     hold(0, ())
     await ClockCycles(dut.clk, 2)
 
