@@ -58,6 +58,8 @@ class SprayScheduler(wiring.Component):
         The EV chosen, with its index in the profile and its plane.
     port_ready : In(planes)
         Bit p: plane p's port can take a packet now.
+    port_busy : In(planes), ports holding frames back now (their output stalled): new
+        packets go to the other ready planes while one is free.
     load : In(stream {qp, index, ev, op})
         Management (:class:`LoadOp`): write profile entry ``index`` (it becomes GOOD), push a
         spare EV for plane ``index % planes``, or empty the QP's profile. A QP's profile size
@@ -107,7 +109,7 @@ class SprayScheduler(wiring.Component):
                 "entry": idx_shape}))),
             "grant": Out(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "plane": range(planes), "ev": 32}))),
-            "port_ready": In(planes),
+            "port_ready": In(planes), "port_busy": In(planes),
             "load": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "ev": 32, "op": LoadOp}))),
             "update": In(stream.Signature(data.StructLayout({
@@ -188,7 +190,14 @@ class SprayScheduler(wiring.Component):
         stall = s2_valid & ~self.grant.ready
 
         qp = self.request.payload.qp
-        port_ready = ready_for(qp)
+        ready_now = ready_for(qp)
+        # A port holding frames back (busy) takes no new packet while another ready one is
+        # free: planes in turn count packets, not bytes, and a port the turns overload would
+        # queue (and hold up the other behind it) until its share came right.
+        calm = Signal(P)
+        port_ready = Signal(P)
+        m.d.comb += [calm.eq(ready_now & ~self.port_busy),
+                     port_ready.eq(Mux(calm.any(), calm, ready_now))]
         # Each (QP, plane) sprays in rounds: an EV used this round waits until every other
         # eligible EV of its plane has had its turn, so traffic spreads evenly however the good
         # EVs are scattered; within a round the order is pseudo-random.
@@ -299,7 +308,7 @@ class SprayScheduler(wiring.Component):
         pick_plane = Signal(range(P))
         m.d.comb += [pick_index.eq(Mux(probe, entry, index)),
                      pick_plane.eq(Mux(probe, entry_plane, plane))]
-        can_pick = Mux(probe, port_ready.bit_select(entry_plane, 1), usable.any())
+        can_pick = Mux(probe, ready_now.bit_select(entry_plane, 1), usable.any())
         m.d.comb += self.request.ready.eq(~stall & can_pick)
         ev_rd = ev_mem.read_port(transparent_for=())
         m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(qp * E + pick_index)]

@@ -1,6 +1,6 @@
 """The TX pipeline: work requests in, sprayed and source-routed MRC packets out on every plane."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -163,6 +163,9 @@ class TxPipeline(wiring.Component):
             seg.rx_addr.eq(self.rx_ctx_addr), self.rx_ctx.eq(seg.rx_static),
             srv6.src_ip.eq(self.src_ip), srv6.next_hop.eq(self.next_hop),
             spray.port_ready.eq(self.port_ready),
+            spray.port_busy.eq(Cat(getattr(self, f"plane{p}").valid
+                                   & ~getattr(self, f"plane{p}").ready
+                                   for p in range(self._planes))),
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
             spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad), spray.hold.eq(self.hold),

@@ -105,6 +105,19 @@ async def spray_follows_the_rules(dut):
     gs = await tb.grants([0], 4 * tb.size)
     assert all(g["plane"] == 0 for g in gs), "a packet went to a plane whose port is not ready"
     dut.port_ready.value = (1 << P) - 1
+    # A busy port (holding frames back) gets no new packet while another is free; with every
+    # port busy, the planes take their turns.
+    if P > 1:
+        dut.port_busy.value = 0b10
+        await ClockCycles(dut.clk, 3)
+        gs = await tb.grants([1], 2 * tb.size)
+        assert all(g["plane"] != 1 for g in gs), "a packet went to a busy port"
+        dut.port_busy.value = (1 << P) - 1
+        await ClockCycles(dut.clk, 3)
+        gs = await tb.grants([1], 2 * P)
+        counts = [sum(g["plane"] == k for g in gs) for k in range(P)]
+        assert counts == [2] * P, f"every port busy, planes out of turn: {counts}"
+        dut.port_busy.value = 0
 
     # DENIED needs management; a DENIED EV is never used and only management brings it back.
     ignored = int(dut.ignored.value)
