@@ -4,8 +4,9 @@
 ``devlink``: an object (``ev``) and what to do with it (``expand``); ``decode`` stands alone, and
 ``regs`` alone prints the register map. Each object adds its parser in one function listed in
 :data:`_OBJECTS`. ``-j`` (JSON), ``-p`` (pretty JSON) and ``--target`` go before the object or
-after the verb. Verbs that act on a NIC (``dev show``, ``regs show``, ``regs set``, ``sim
-link``) reach it at ``--target`` or ``$MRCNIC_TARGET`` (:mod:`mrcnic.target`).
+after the verb. Verbs that act on a NIC (``dev show``, ``regs show``, ``regs set``, ``qp show``,
+``ev show``, ``stats``, ``sim link``) reach it at ``--target`` or ``$MRCNIC_TARGET``
+(:mod:`mrcnic.target`).
 
 A bad argument, a bad or unreachable target, or a NIC this host does not know is one line on
 stderr naming it and what is allowed, and exit status 2; nothing is written to a NIC before
@@ -16,10 +17,13 @@ Only ``sim serve`` imports the gateware and the simulator, when it runs.
 from __future__ import annotations
 
 import argparse
+import enum
 import ipaddress
 import json
 import re
 import sys
+import time
+from dataclasses import fields
 
 from . import ev_expand, regmap
 
@@ -95,11 +99,116 @@ def _cmd_dev_show(args) -> int:
         rows.append((name, text, regmap.by_name(f"global.{name}").doc))
     for name, value in (sim or {}).items():
         rows.append((f"sim.{name}", str(value), simctl.by_name(name).doc))
-    w = max(len(r[0]) for r in rows)
-    v = max(len(r[1]) for r in rows)
-    for name, value, doc in rows:
-        print(f"{name:<{w}}  {value:<{v}}  {doc}")
+    _print_table(rows)
     return 0
+
+
+def _print_table(rows, header=None, right=()) -> None:
+    """Rows of cells (strings) in columns two spaces apart, each as wide as its widest cell;
+    the columns numbered in ``right`` (numbers) aligned right, and no padding at a line's end."""
+    table = [header, *rows] if header else list(rows)
+    if not table:
+        return
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                        for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip())
+
+
+def _qps(args, dev) -> list[int]:
+    """The QPs a verb looks at: the one given, if the NIC has it (global.qps), else all."""
+    count = dev.info["qps"]
+    if args.qp is None:
+        return list(range(count))
+    if args.qp >= count:
+        raise _Refused(f"QP {args.qp} does not exist: this NIC has {count} QPs, 0 .. {count - 1} "
+                       "(global.qps)")
+    return [args.qp]
+
+
+def _cmd_qp_show(args) -> int:
+    from . import driver
+    with _device(args) as dev:
+        qps = _qps(args, dev)
+        # keeping: the look leaves rel.view_qp as it was
+        views = [{"qp": q, **_nic_call(dev.regs.run, driver.keeping(("rel.view_qp",),
+                                                                    driver.congestion(q)))}
+                 for q in qps]
+        cfg = _nic_call(dev.regs.run, driver.staged_qp())
+    staged = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+    staged = {k: v.name if isinstance(v, enum.Enum) else v for k, v in staged.items()}
+    if args.json:
+        _print_json(args, {"qps": views, "staged": staged})
+        return 0
+    _print_table([[str(v[k]) for k in v] for v in views], header=list(views[0]),
+                 right=range(len(views[0])))
+    print("staged (qp.*): the context the next qp.write gives a QP; a QP's own context cannot "
+          "be read back")
+    hex_fields = {"rkey", "mr_va"}
+    _print_table([["  " + k, f"{v:#x}" if k in hex_fields else str(v)] for k, v in staged.items()])
+    return 0
+
+
+def _cmd_ev_show(args) -> int:
+    from . import driver
+    with _device(args) as dev:
+        planes = dev.info["planes"]
+        rows = []
+        for q in _qps(args, dev):
+            # keeping: ev.qp and ev.index also stage the ev commands; the look leaves them be
+            states = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
+                                                            driver.ev_states(q)))
+            # entry i is on plane i % planes: the NIC keeps its profiles so (ev.load)
+            rows += [{"qp": q, "index": i, "plane": i % planes, "state": st.name}
+                     for i, st in enumerate(states)]
+    if args.json:
+        _print_json(args, rows)
+        return 0
+    _print_table([[str(r[k]) for k in r] for r in rows], header=list(rows[0]), right=(0, 1, 2))
+    return 0
+
+
+def _cmd_stats(args) -> int:
+    from . import driver
+
+    def snapshot(dev):
+        return time.monotonic(), _nic_call(dev.regs.run, driver.counters())
+
+    try:
+        with _device(args) as dev:
+            start, values = snapshot(dev)
+            if args.json:
+                _print_json(args, values if args.watch is None else
+                            {"elapsed": 0.0, "interval": None, "counters": values, "rates": {}})
+            else:
+                _print_table([[k, str(v)] for k, v in values.items()], right=(1,))
+            if args.watch is None:
+                return 0
+            sys.stdout.flush()
+            then = start
+            while True:
+                time.sleep(max(0.0, then + args.watch - time.monotonic()))
+                now, new = snapshot(dev)
+                dt = now - then
+                # counters wrap at their width: the difference modulo it is what they counted
+                moved = {k: (v - values[k]) % (1 << regmap.by_name(k).width)
+                         for k, v in new.items() if v != values[k]}
+                rates = {k: d / dt for k, d in moved.items()}
+                if args.json:
+                    _print_json(args, {"elapsed": round(now - start, 3), "interval": round(dt, 3),
+                                       "counters": {k: new[k] for k in moved},
+                                       "rates": {k: round(r, 3) for k, r in rates.items()}})
+                else:
+                    print(f"after {now - start:.2f} s (+{dt:.2f} s): "
+                          + (f"{len(moved)} moved" if moved else "nothing moved"))
+                    _print_table([[k, str(new[k]), f"{rates[k]:.1f}/s"] for k in moved],
+                                 right=(1, 2))
+                sys.stdout.flush()   # a reader of a pipe sees each interval as it ends
+                then, values = now, new
+    except KeyboardInterrupt:        # Ctrl-C is how a watch ends
+        if args.watch is None:
+            raise
+        return 0
 
 
 def _register_names(names) -> list[regmap.Register]:
@@ -533,9 +642,60 @@ def _add_decode(sub) -> None:
     p.set_defaults(func=_cmd_decode)
 
 
+def _qp_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("qp", nargs="?", metavar="QP", type=lambda t: _number(t, "QP"),
+                        help=f"{what} (decimal or 0x-hex, below the NIC's global.qps); none: "
+                             "every QP the NIC was built with")
+
+
+def _add_qp(sub) -> None:
+    qp = sub.add_parser("qp", help="queue pairs of the NIC at the target")
+    verbs = qp.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = _verb_parser(
+        verbs, "show", target=True,
+        help="each QP's reliability view, and the QP context the qp.* registers stage",
+        description="Per QP, what the NIC reports of it: its congestion window and payload "
+                    "bytes in flight (bytes), its last and smoothed RTT (cycles), through "
+                    "rel.view_qp, which is left as it was. Then the QP context the qp.* "
+                    "registers stage, decoded (state, mode, MTU in bytes, peer QP and "
+                    "addresses, template, PSNs, memory region): what the next qp.write gives a "
+                    "QP, usually the last QP configured. The NIC has no register that reads a "
+                    "QP's own context back (state, PSNs, ...), so none is shown per QP.")
+    _qp_argument(p, "the QP")
+    p.set_defaults(func=_cmd_qp_show)
+
+
+def _add_stats(sub) -> None:
+    p = _verb_parser(
+        sub, "stats", target=True, help="every counter of the NIC; -w: what moves, and how fast",
+        description="Reads every counter register (docs/registers.md: the RO counts of the "
+                    "global, icrc, parser, tx, rx and rel blocks; the per-plane ones for the "
+                    "NIC's planes) and prints one line each, block.name and value. With -w, "
+                    "reads them again every SECONDS and prints, after each interval, the "
+                    "counters that moved: value and rate per second over the interval, until "
+                    "Ctrl-C (exit status 0). -j: a JSON object; with -w, one a line: "
+                    "{elapsed, interval, counters, rates}, the first with every counter.")
+    p.add_argument("-w", "--watch", type=_seconds, metavar="SECONDS",
+                   help=f"read again every SECONDS (above 0, at most {_WATCH_MAX}; e.g. 0.5) "
+                        "until Ctrl-C")
+    p.set_defaults(func=_cmd_stats)
+
+
 def _add_ev(sub) -> None:
-    ev = sub.add_parser("ev", help="entropy values (EVs): the OCP expansion rule")
+    ev = sub.add_parser("ev", help="entropy values (EVs): the OCP expansion rule, and the "
+                                   "NIC's EV profiles")
     verbs = ev.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = _verb_parser(
+        verbs, "show", target=True, help="the state of every entry of a QP's EV profile",
+        description="Per QP, every entry of its EV profile (global.evs of them): its index, its "
+                    "plane (entry i is on plane i % global.planes) and its state, GOOD, SKIP, "
+                    "ASSUMED_BAD or DENIED, through ev.qp and ev.index (left as they were). An "
+                    "entry past the end of a shorter profile reads ASSUMED_BAD: the NIC does not "
+                    "report a profile's length. The EV values, and so the spine each names, are "
+                    "not shown: the NIC cannot read an EV back (ev.value only stages one for "
+                    "ev.load).")
+    _qp_argument(p, "the QP whose profile to show")
+    p.set_defaults(func=_cmd_ev_show)
     rules = "\n".join(f"  {r.errno_name:<6} {r.name:<11} {r.text} ({r.source})"
                       for r in ev_expand.Rule)
     p = _verb_parser(
@@ -562,7 +722,7 @@ def _add_ev(sub) -> None:
 
 
 #: One function per object: each adds its parser and verbs.
-_OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim)
+_OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim, _add_qp, _add_stats)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -573,6 +733,19 @@ def _parser() -> argparse.ArgumentParser:
     for add in _OBJECTS:
         add(sub)
     return ap
+
+
+#: the longest -w interval stats takes (a day)
+_WATCH_MAX = 86400
+
+
+def _seconds(text: str) -> float:
+    """A -w interval: seconds, decimal (0.5, 2), above 0 and at most a day."""
+    if (not re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text)
+            or not 0 < float(text) <= _WATCH_MAX):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 and at "
+                                         f"most {_WATCH_MAX} (e.g. 0.5 or 2)")
+    return float(text)
 
 
 def _positive(text):

@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from .enums import MTU_CODES, EvState, LoadOp, QpState, RelMode, SrMode
 from .evmap import EvLayout, UsidTemplate
 from .regclient import Program, RegisterError, command, read, write
 from .regmap import (
     BUS_ERRORS,
+    MAX_PLANES,
     MRCNIC_ID,
     REGISTERS,
     REL_COUNTERS,
     RTO_LIMIT,
+    RX_EVENTS,
+    RX_FRONT_DROPS,
+    RX_OUTCOMES,
     TX_ERROR_REASONS,
     Access,
     by_name,
@@ -36,7 +40,7 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "write_template", "configure_qp",
            "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
            "set_reliability", "rel_counters", "ev_states", "set_congestion", "congestion", "mac_int",
-           "ip_int"]
+           "ip_int", "mac_text", "staged_qp", "keeping", "COUNTERS", "counters"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -53,6 +57,11 @@ def mac_int(mac: str | int) -> int:
         return int("".join(parts), 16)
     except ValueError:
         raise RegisterError(f"{mac!r} is not a MAC address (aa:bb:cc:dd:ee:ff)") from None
+
+
+def mac_text(mac: int) -> str:
+    """A 48-bit MAC address as aa:bb:cc:dd:ee:ff."""
+    return ":".join(f"{b:02x}" for b in mac.to_bytes(6, "big"))
 
 
 def ip_int(ip: str | int) -> int:
@@ -207,6 +216,19 @@ def configure_qp(qp: int, cfg: QpConfig) -> Program:
     yield from command("qp.write", qp)
 
 
+def staged_qp() -> Program:
+    """The QP context the ``qp.*`` registers stage, decoded into a :class:`QpConfig`: what
+    the next ``qp.write`` gives a QP (the last :func:`configure_qp` wrote, unless someone has
+    staged fields since). The NIC cannot read a QP's own context back: the registers only
+    stage one, and ``qp.write`` reads back as pending or not, not as a QP number."""
+    raw = {}
+    for f in fields(QpConfig):
+        raw[f.name] = yield from read(f"qp.{f.name}")
+    return QpConfig(**raw | {"state": QpState(raw["state"]), "mode": SrMode(raw["mode"]),
+                             "mtu": MTU_CODES[raw["mtu"]], "dst_mac": mac_text(raw["dst_mac"]),
+                             "dst_ip": str(ipaddress.IPv6Address(raw["dst_ip"]))})
+
+
 @_refusals_checked
 def load_ev_profile(qp: int, evs, layout: EvLayout, spares=()) -> Program:
     """Replaces QP ``qp``'s EV profile by ``evs`` (and its spares by ``spares``).
@@ -322,6 +344,19 @@ def congestion(qp: int) -> Program:
     return out
 
 
+def keeping(paths, program: Program) -> Program:
+    """Runs ``program`` and then writes the registers ``paths`` back as it found them, so that
+    a look through a selector (``rel.view_qp``; ``ev.qp`` and ``ev.index``, which also stage
+    the ``ev`` commands) leaves every register as it was."""
+    saved = []
+    for path in paths:
+        saved.append((path, (yield from read(path))))
+    result = yield from program
+    for path, value in saved:
+        yield from write(path, value)
+    return result
+
+
 @_refusals_checked
 def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
                    cwnd_min: int | None = None, cwnd_max: int | None = None,
@@ -391,4 +426,33 @@ def tx_counters() -> Program:
     for p in range(planes):
         out["planes"].append({"frames": (yield from read(f"tx.frames_p{p}")),
                               "bytes": (yield from read(f"tx.bytes_p{p}"))})
+    return out
+
+
+#: Every counter register (RO, counting events since reset), in register-map order. The other
+#: RO registers are not counts: parser.last_error is a reason code, ev.state one EV's state
+#: (:func:`ev_states`), and rel.cwnd, rel.inflight, rel.rtt and rel.srtt one QP's
+#: (:func:`congestion`).
+COUNTERS: tuple[str, ...] = tuple(
+    r.path for r in REGISTERS if r.path in {
+        BUS_ERRORS, "icrc.frames", "icrc.bad", "parser.frames", "parser.errors",
+        "tx.requests", "tx.ev_refused", "tx.ev_replaced", "rx.frames",
+        *(f"tx.err_{why}" for why in TX_ERROR_REASONS),
+        *(f"tx.{what}_p{p}" for what in ("frames", "bytes") for p in range(MAX_PLANES)),
+        *(f"rx.drop_{name}" for name in RX_FRONT_DROPS),
+        *(f"rx.outcome_{name}" for name in RX_OUTCOMES),
+        *(f"rx.{name}" for name in RX_EVENTS),
+        *(f"rel.{name}" for name in REL_COUNTERS)})
+#: the per-plane counters' planes: the NIC has registers for MAX_PLANES, its own read 0 beyond
+_COUNTER_PLANE = {f"tx.{what}_p{p}": p for what in ("frames", "bytes") for p in range(MAX_PLANES)}
+
+
+def counters() -> Program:
+    """Every counter of :data:`COUNTERS` but the per-plane ones of planes the NIC was not built
+    with, ``{"block.name": value}`` in register-map order."""
+    planes = yield from read("global.planes")
+    out = {}
+    for path in COUNTERS:
+        if _COUNTER_PLANE.get(path, 0) < planes:
+            out[path] = yield from read(path)
     return out

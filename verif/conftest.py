@@ -19,9 +19,12 @@ import hashlib
 import json
 import os
 import random
+import signal
 from pathlib import Path
 
 import pytest
+
+from mrcnic.verif.cli_helpers import Server
 
 HERE = Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("MRCNIC_BUILD", HERE.parent / "build"))
@@ -114,6 +117,17 @@ def volume(request) -> int:
     """How many times its base volume of random traffic a block test sends: 1 under make test,
     REGRESS_VOLUME under make regress."""
     return REGRESS_VOLUME if _regress(request.config) else 1
+
+
+@pytest.fixture(scope="module")
+def served():
+    """``mrcnic sim serve`` running for a test module (verif/cli_helpers.py: its URLs in
+    ``.urls``); stopped at the end, which must be clean."""
+    server = Server()
+    yield server
+    # SIGTERM stops it as cleanly as Ctrl-C (test_ctrl_c_stops_the_server_cleanly)
+    code, err = server.stop(signal.SIGTERM)
+    assert code == 0 and err.strip().endswith("mrcnic sim serve: stopped"), (code, err)
 
 
 @pytest.hookimpl(hookwrapper=True)

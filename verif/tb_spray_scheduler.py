@@ -219,8 +219,9 @@ async def spray_follows_the_rules(dut):
 @cocotb.test()
 async def held_paths_wait_and_a_dead_path_goes_whole(dut):
     """A QP's entries on a held path are passed over while another of their plane is usable,
-    and used when none is (the plane keeps its turn); ASSUMED_BAD with ``path`` retires every GOOD entry on that path, unless nothing
-    would be left; a spare brings its own path to the entry it takes."""
+    and used when none is (the plane keeps its turn); ASSUMED_BAD with ``path`` retires every
+    GOOD entry on that path, unless nothing would be left; a spare brings its own path to the
+    entry it takes."""
     p = params()
     rng = random.Random(p["seed"])
     P, Q = p["planes"], p["qps"]

@@ -4,13 +4,11 @@ while the simulation runs, a spine link of its network taken down and back, ever
 refused with nothing changed, and Ctrl-C stopping it cleanly."""
 
 import json
-import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -18,54 +16,7 @@ import pytest
 from mrcnic import driver, mgmt, regmap, simctl
 from mrcnic.regclient import RegisterClient
 from mrcnic.target import Device
-
-#: a first run builds the two-NIC system under Verilator; later ones reuse it
-READY_TIMEOUT = 900
-NICS = 2
-
-
-def mrcnic(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "mrcnic.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-class Server:
-    """``mrcnic sim serve`` in a subprocess, and the target URLs it printed."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, "-m", "mrcnic.cli", "sim", "serve", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()
-        self.urls = []
-        deadline = time.monotonic() + READY_TIMEOUT
-        while len(self.urls) < NICS:
-            try:
-                self.urls.append(lines.get(timeout=max(0.0, deadline - time.monotonic())).strip())
-            except queue.Empty:
-                self.stop(signal.SIGKILL)
-                raise AssertionError(f"no ready lines: {self.proc.stderr.read()}") from None
-        self.ports = [int(u.rpartition(":")[2]) for u in self.urls]
-
-    def stop(self, sig=signal.SIGINT) -> tuple[int, str]:
-        """Sends ``sig``; the exit status and what it said on stderr."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        return self.proc.returncode, self.proc.stderr.read()
-
-
-@pytest.fixture(scope="module")
-def served():
-    server = Server()
-    yield server
-    # SIGTERM stops it as cleanly as Ctrl-C (test_ctrl_c_stops_the_server_cleanly)
-    code, err = server.stop(signal.SIGTERM)
-    assert code == 0 and err.strip().endswith("mrcnic sim serve: stopped"), (code, err)
+from mrcnic.verif.cli_helpers import NICS, Server, mrcnic
 
 
 def snapshot(urls) -> list:
