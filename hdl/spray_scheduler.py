@@ -201,26 +201,30 @@ class SprayScheduler(wiring.Component):
         # Each (QP, plane) sprays in rounds: an EV used this round waits until every other
         # eligible EV of its plane has had its turn, so traffic spreads evenly however the good
         # EVs are scattered; within a round the order is pseudo-random.
-        open_now = Signal(E)          # GOOD and not skipped; a plane's skipped ones if all are
         used_now = Signal(E)
         good_now = Signal(E)
+        skipped_now = Signal(E)
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
-                    m.d.comb += [good_now.eq(good[q]), used_now.eq(used[q])]
-        unskipped = Signal(E)
-        with m.Switch(qp):
-            for q in range(Q):
-                with m.Case(q):
-                    m.d.comb += unskipped.eq(good[q] & ~skip_now[q])
-        # A plane whose GOOD EVs are all skipped keeps its turn with them: skipping is to move
-        # traffic to other paths of the plane, and taking the plane out of turn sent its
-        # share to the others, whose ports then queued (20 us on the failover bench's seed 9).
-        for p in range(P):
-            lanes = range(p, E, P)
-            has_open = Cat(*[unskipped[i] for i in lanes]).any()
-            for i in lanes:
-                m.d.comb += open_now[i].eq(Mux(has_open, unskipped[i], good_now[i]))
+                    m.d.comb += [good_now.eq(good[q]), used_now.eq(used[q]),
+                                 skipped_now.eq(skip_now[q])]
+
+        def plane_wise(first, fallback, name):
+            """``first`` on each plane that has one of its bits, ``fallback`` on the others."""
+            out = Signal(E, name=name)
+            for p in range(P):
+                lanes = range(p, E, P)
+                has = Cat(*[first[i] for i in lanes]).any()
+                for i in lanes:
+                    m.d.comb += out[i].eq(Mux(has, first[i], fallback[i]))
+            return out
+
+        # GOOD and not skipped; on a plane whose GOOD EVs are all skipped, those: skipping is
+        # to move traffic to other paths of the plane, and taking the plane out of turn sent
+        # its share to the others, whose ports then queued (20 us on the failover bench's
+        # seed 9).
+        open_now = plane_wise(good_now & ~skipped_now, good_now, "open_now")
 
         def on_ready_plane(bits):
             """Whether a ready plane has one of ``bits``."""
@@ -239,12 +243,7 @@ class SprayScheduler(wiring.Component):
         m.d.comb += free.eq(open_now & ~Cat(*[held_paths.bit_select(cur_paths[i], 1)
                                               for i in range(E)]))
         # (per plane, so a plane whose open EVs are all on held paths keeps its turn)
-        base = Signal(E)
-        for p in range(P):
-            lanes = range(p, E, P)
-            has_free = Cat(*[free[i] for i in lanes]).any()
-            for i in lanes:
-                m.d.comb += base[i].eq(Mux(has_free, free[i], open_now[i]))
+        base = plane_wise(free, open_now, "base")
         # A retry leaves out the entry that lost the packet, if a ready plane has another.
         avoid = Signal(E)
         m.d.comb += avoid.eq(Mux(self.request.payload.retry,

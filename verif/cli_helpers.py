@@ -19,9 +19,10 @@ READY_TIMEOUT = 900
 NICS = 2
 
 
-def mrcnic(*args, timeout=60) -> subprocess.CompletedProcess:
+def mrcnic(*args, timeout=60, env=None) -> subprocess.CompletedProcess:
+    """``mrcnic ARGS`` as a user runs it: a program of its own (``env``: its environment)."""
     return subprocess.run([sys.executable, "-m", "mrcnic.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=env)
 
 
 class Server:

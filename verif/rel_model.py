@@ -336,8 +336,8 @@ class Sender:
             psn = (base + i) % PSN_MOD
             if bitmap >> i & 1 and psn in s.out:
                 s.out.discard(psn)
-                r = self._record(s, psn)
-                s.flight -= r.length if r is not None else 0      # SACKed: out of flight
+                got = self._record(s, psn)
+                s.flight -= got.length if got is not None else 0      # SACKed: out of flight
         hd = self._d(s.high, s.una)
         hd = 0 if hd > inflight else hd
         top = (base + top_bit + 1) % PSN_MOD if bitmap else cack

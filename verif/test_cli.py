@@ -2,19 +2,17 @@
 
 import json
 import random
-import subprocess
-import sys
 
 from scapy.compat import raw
 from scapy.utils import wrpcap
 
 from mrcnic import regmap
+from mrcnic.verif import cli_helpers
 from mrcnic.verif.packets import random_mrc
 
 
 def mrcnic(*args):
-    return subprocess.run([sys.executable, "-m", "mrcnic.cli", *args], capture_output=True,
-                          text=True, timeout=120)
+    return cli_helpers.mrcnic(*args, timeout=120)
 
 
 def test_regs_table_and_json():

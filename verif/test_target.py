@@ -13,6 +13,7 @@ import pytest
 from mrcnic import mgmt, regmap, target
 from mrcnic.mgmt import AccessError, MgmtServer, Status, UdpEndpoint
 from mrcnic.target import Device, Target, TargetError, parse
+from mrcnic.verif.cli_helpers import mrcnic
 
 BUILD = {"data_width": 64, "planes": 2, "qps": 4, "evs": 16, "templates": 4, "max_usids": 14,
          "spines": 4, "spares": 2}
@@ -51,11 +52,6 @@ def board():
     b = Board()
     with UdpEndpoint(MgmtServer(b), port=0) as endpoint:
         yield b, f"udp://127.0.0.1:{endpoint.address[1]}"
-
-
-def mrcnic(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "mrcnic.cli", *args], capture_output=True,
-                          text=True, timeout=60, env=env)
 
 
 def free_port() -> int:
