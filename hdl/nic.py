@@ -148,6 +148,7 @@ class Nic(wiring.Component):
             *[tx.next_hop[p].eq(getattr(bank, f"net_next_hop_p{p}")) for p in range(planes)],
             *[rx.sid[p].eq(getattr(bank, f"net_sid_p{p}")) for p in range(planes)],
             tx.port_ready.eq(self.port_ready & bank.tx_plane_enable[:planes]),
+            tx.port_rate.eq(bank.tx_port_rate), tx.port_limit.eq(bank.tx_port_limit),
         ]
 
         # qp.write: the staged qp.* fields become that QP's context.

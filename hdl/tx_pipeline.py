@@ -13,6 +13,7 @@ from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_members
+from .port_meter import PortMeter
 from .port_status import status_layout
 from .qp_context import QpState, SrMode, context_write_layout, static_layout
 from .retransmit_tracker import retransmit_layout, sent_layout
@@ -20,7 +21,7 @@ from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import EvState, SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
-from .stream import check_width
+from .stream import check_width, keep_count
 
 __all__ = ["TxPipeline"]
 
@@ -76,6 +77,8 @@ class TxPipeline(wiring.Component):
     rx_ctx_addr : In(range(qps));  rx_ctx : Out(static_layout()), the QP context's read port
         for the receive side (a cycle of latency)
     src_mac, src_ip : In, this NIC's addresses;  port_ready : In(planes)
+    port_rate, port_limit : In(16), each port's line rate and the backlog it may hold before
+        the spray passes it over (:class:`PortMeter`; rate 0: only a stalled output is busy)
     next_hop : In(ArrayLayout(48, planes)), each plane's Ethernet destination (0: the QP's)
     plane0 .. plane<N-1> : Out(PacketStream(width))
     requests : Out(32), work requests taken;  err_<reason> : Out(32), failed work requests by
@@ -99,6 +102,7 @@ class TxPipeline(wiring.Component):
         self._icrc = IcrcInserter(width)
         self._srv6 = Srv6Encapsulator(width, templates, max_usids, EvLayout(planes, spines))
         self._demux = PlaneDemux(width, planes)
+        self._meters = [PortMeter(width // 8) for _ in range(planes)]
         reasons = [s.name.lower() for s in WrStatus if s is not WrStatus.OK]
         if reasons != list(TX_ERROR_REASONS):
             raise ValueError(f"WrStatus {reasons} and the register map's TX_ERROR_REASONS "
@@ -129,6 +133,7 @@ class TxPipeline(wiring.Component):
             "timestamp": Out(16),
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
+            "port_rate": In(16), "port_limit": In(16),
             "next_hop": In(data.ArrayLayout(48, planes)),
             "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
             "status_sent": Out(32),
@@ -163,15 +168,24 @@ class TxPipeline(wiring.Component):
             seg.rx_addr.eq(self.rx_ctx_addr), self.rx_ctx.eq(seg.rx_static),
             srv6.src_ip.eq(self.src_ip), srv6.next_hop.eq(self.next_hop),
             spray.port_ready.eq(self.port_ready),
-            spray.port_busy.eq(Cat(getattr(self, f"plane{p}").valid
-                                   & ~getattr(self, f"plane{p}").ready
-                                   for p in range(self._planes))),
+            # a port is busy while its output stalls (a MAC holding frames back) or while
+            # more waits at it than its meter allows
+            spray.port_busy.eq(Cat((getattr(self, f"plane{p}").valid
+                                    & ~getattr(self, f"plane{p}").ready) | meter.busy
+                                   for p, meter in enumerate(self._meters))),
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
             spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad), spray.hold.eq(self.hold),
             spray.view_qp.eq(self.ev_view_qp), spray.view_index.eq(self.ev_view_index),
             self.ev_view_state.eq(spray.view_state),
         ]
+        for p, meter in enumerate(self._meters):
+            m.submodules[f"meter{p}"] = meter
+            out = getattr(self, f"plane{p}")
+            taken = out.valid & out.ready
+            m.d.comb += [meter.taken.eq(Mux(taken, keep_count(m, out.payload.keep), 0)),
+                         meter.last.eq(taken & out.payload.last), meter.rate.eq(self.port_rate),
+                         meter.limit.eq(self.port_limit)]
         for p in range(self._planes):
             wiring.connect(m, getattr(demux, f"plane{p}"), flip(getattr(self, f"plane{p}")))
             m.d.comb += [getattr(self, f"frames{p}").eq(getattr(demux, f"frames{p}")),

@@ -39,8 +39,8 @@ from .wire import PROBE_DQP
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_addresses",
            "write_template", "configure_qp",
            "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
-           "set_reliability", "rel_counters", "ev_states", "set_congestion", "congestion", "mac_int",
-           "ip_int", "mac_text", "staged_qp", "keeping", "COUNTERS", "counters"]
+           "set_reliability", "set_port_rate", "rel_counters", "ev_states", "set_congestion",
+           "congestion", "mac_int", "ip_int", "mac_text", "staged_qp", "keeping", "COUNTERS", "counters"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -141,6 +141,30 @@ def _nic_layout(layout: EvLayout) -> Program:
 def set_enabled(on: bool) -> Program:
     """Lets the NIC take work requests (``True``) or stops it taking more (``False``)."""
     yield from write("global.control", int(bool(on)))
+
+
+@_refusals_checked
+def set_port_rate(gbps: float, clock_mhz: float = 250.0, limit: int | None = None) -> Program:
+    """Meters each port at ``gbps`` (its line rate; 0 turns the meters off) for a NIC whose core
+    clock runs at ``clock_mhz``: a port holding more than ``limit`` bytes (``None``: as it is)
+    of what it was given is passed over while another is free (tx.port_rate, tx.port_limit)."""
+    for what, v in (("gbps", gbps), ("clock_mhz", clock_mhz)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise RegisterError(f"{what} must be a number of at least 0, not {v!r}")
+    if clock_mhz == 0:
+        raise RegisterError("clock_mhz must be above 0")
+    rate = round(gbps * 1000 / 8 / clock_mhz * 256)
+    top = (1 << by_name("tx.port_rate").width) - 1
+    if not 0 <= rate <= top or (gbps and not rate):
+        raise RegisterError(f"{gbps} Gb/s at {clock_mhz} MHz is {rate}/256 bytes a cycle; "
+                            f"tx.port_rate holds 1 .. {top}")
+    top = (1 << by_name("tx.port_limit").width) - 1
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                              or not 0 <= limit <= top):
+        raise RegisterError(f"limit must be 0 .. {top} bytes, not {limit!r}")
+    yield from write("tx.port_rate", rate)
+    if limit is not None:
+        yield from write("tx.port_limit", limit)
 
 
 @_refusals_checked

@@ -257,6 +257,14 @@ def _tx_registers():
            "EV state changes and loads refused: DENIED set or left other than by ev.set_state, "
            "an index outside the profile, a spare beyond global.spares."),
         _r("tx", "ev_replaced", 0x3C4, 32, "RO", 0, "ASSUMED_BAD EVs replaced by a spare."),
+        _r("tx", "port_rate", 0x3C8, 16, "RW", 0,
+           "Each port's line rate, in 1/256 bytes a core clock cycle (8 Gb/s at 250 MHz: 1024), "
+           "for the port meters: a port that holds more than tx.port_limit bytes of what it was "
+           "given at this rate takes no new packet while another port is free. 0: no meter "
+           "(a port is busy only while its MAC holds frames back)."),
+        _r("tx", "port_limit", 0x3CC, 16, "RW", 2400,
+           "Bytes a metered port may hold before it is passed over (tx.port_rate): about two "
+           "frames of MTU 1024, so a port always has its next frame waiting and no more."),
     ]
     return regs
 

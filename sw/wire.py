@@ -18,7 +18,7 @@ __all__ = [
     "SETH", "NETH", "PETH", "ERTH", "EETH", "MRC_HEADERS", "ALL_HEADERS",
     "ROCE_UDP_PORT", "ETHERTYPE_IPV6", "IPPROTO_UDP", "IPPROTO_IPV6", "IPPROTO_ROUTING",
     "SRH_ROUTING_TYPE", "PROBE_DQP", "ICRC_BYTES", "headers_after_bth", "DATA_OPCODES",
-    "TRIMMED_PACKET", "PROBE_QP_FIELD",
+    "TRIMMED_PACKET", "PROBE_QP_FIELD", "ETH_WIRE_OVERHEAD",
 ]
 
 ROCE_UDP_PORT = 4791
@@ -29,6 +29,8 @@ IPPROTO_ROUTING = 43   # IPv6 routing extension header (the SRH)
 SRH_ROUTING_TYPE = 4   # RFC 8754
 PROBE_DQP = 0x2        # destination QP reserved for EV probes
 ICRC_BYTES = 4
+#: bytes a frame takes on the wire beyond itself: preamble and SFD (8), FCS (4), gap (12)
+ETH_WIRE_OVERHEAD = 24
 
 
 class Opcode(enum.IntEnum):

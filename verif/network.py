@@ -162,8 +162,7 @@ class Link:
                 await self._wake.wait()
                 continue
             frame = (self.control or self.data).popleft()
-            # On the wire: the preamble, FCS and gap make 24 bytes more than the frame.
-            await Timer(round((len(frame) + 24) * 8 / self.cfg.gbps * 1000), "ps")
+            await Timer(round((len(frame) + wire.ETH_WIRE_OVERHEAD) * 8 / self.cfg.gbps * 1000), "ps")
             self.queued -= len(frame)
             if self.down:
                 self.count["dropped_down"] += 1

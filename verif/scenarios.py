@@ -53,15 +53,22 @@ class Scenario:
     target_rtts: float = 1.5
     #: ECN marks above this much queue, in microseconds of the link's rate
     ecn_us: float = 4.0
+    #: what each NIC port may hold before the spray prefers another (tx.port_limit, in
+    #: bytes); None: the NIC's reset value
+    port_limit: int | None = None
 
     def nic_gbps(self) -> float:
         """The NIC's rate over all its planes: its datapath at 250 MHz."""
         return self.width / CLOCK_NS
 
+    def port_gbps(self) -> float:
+        """Every port's line rate: the NIC's shared by its planes, as an MRC NIC's is."""
+        return self.nic_gbps() / self.planes
+
     def link(self, a, b) -> LinkConfig:
-        """The link from node ``a`` to node ``b`` ((kind, plane, number) each): every port runs
-        at the NIC's rate shared by its planes, as an MRC NIC's does."""
-        gbps = self.nic_gbps() / self.planes
+        """The link from node ``a`` to node ``b`` ((kind, plane, number) each), at
+        :meth:`port_gbps`."""
+        gbps = self.port_gbps()
         return LinkConfig(gbps=gbps, ecn_bytes=round(self.ecn_us * gbps * 1000 / 8))
 
     def congestion(self, base_rtt_us: float) -> dict:

@@ -230,6 +230,10 @@ class System:
             self.profiles[(h, q)] = await regs.run(driver.load_ev_profile(q, evs, self.layout))
         await regs.run(driver.set_reliability(RelMode.SELECTIVE, **self.sc.reliability))
         await regs.run(driver.set_ack_policy(*self.sc.ack_policy))
+        # the model network takes every frame at once: the NIC meters its ports itself, as
+        # a board's MAC would by holding frames back
+        await regs.run(driver.set_port_rate(self.sc.port_gbps(), 1000 / CLOCK_NS,
+                                              self.sc.port_limit))
 
     def _psn(self, a, b, q):
         return random.Random(f"{self.seed}-psn-{a}-{b}-{q}").getrandbits(24)

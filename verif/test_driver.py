@@ -173,6 +173,32 @@ def test_bad_reliability_settings_are_refused_before_any_write(kw, match):
     assert not [o for o, _ in bus.writes if regmap.by_offset(o).block == "rel"]
 
 
+def test_port_rate_lands_in_its_registers():
+    bus, c = nic()
+    c.run(driver.set_port_rate(8, 250, limit=1500))     # 8 Gb/s at 250 MHz: 4 bytes a cycle
+    assert [(regmap.by_offset(o).path, v) for o, v in bus.writes] == [
+        ("tx.port_rate", 4 * 256), ("tx.port_limit", 1500)]
+    bus.writes.clear()
+    c.run(driver.set_port_rate(1, 156.25))                # a 1 Gb/s board port, limit as it is
+    assert [(regmap.by_offset(o).path, v) for o, v in bus.writes] == [("tx.port_rate", 205)]
+
+
+@pytest.mark.parametrize("args, kw, match", [
+    ((-1,), {}, "gbps must be a number"),
+    (("8",), {}, "gbps must be a number"),
+    ((8, 0), {}, "clock_mhz must be above 0"),
+    ((600, 250), {}, "tx.port_rate holds 1 .. 65535"),
+    ((0.0001, 250), {}, "tx.port_rate holds 1 .. 65535"),
+    ((8,), dict(limit=1 << 16), "limit must be 0 .. 65535"),
+    ((8,), dict(limit=1.5), "limit must be 0 .. 65535"),
+])
+def test_bad_port_rates_are_refused_before_any_write(args, kw, match):
+    bus, c = nic()
+    with pytest.raises(RegisterError, match=match):
+        c.run(driver.set_port_rate(*args, **kw))
+    assert not [o for o, _ in bus.writes if regmap.by_offset(o).block == "tx"]
+
+
 def test_congestion_settings_land_and_read_back():
     bus, c = nic()
     c.run(driver.set_congestion(target_rtt=3000, cwnd_init=8192, cwnd_min=2048, cwnd_max=9000,
