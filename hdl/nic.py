@@ -10,6 +10,7 @@ from .csr_bus import CSRBus
 from .ev_prober import EvProber
 from .host_memory import MemReadPort, MemWritePort
 from .plane_demux import plane_members
+from .port_gate import PortGate
 from .port_status import PortStatusReporter
 from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
@@ -63,7 +64,7 @@ class Nic(wiring.Component):
     wr : In(work requests);  mem : Out(MemReadPort(width))
     cpl : Out(completions): OK once a request's last packet is acknowledged (or, with rel.mode
         OFF, sent), or the error that stopped it.
-    port_ready : In(planes), each plane's port
+    port_ready : In(planes), each plane's port has its link (net.port_admin may hold one down)
     plane0 .. plane<N-1> : Out(PacketStream(width))
     rx_plane0 .. rx_plane<N-1> : In(PacketStream(width)), what each port receives
     rx_mem : Out(MemWritePort(width)), where data is placed
@@ -127,6 +128,11 @@ class Nic(wiring.Component):
         flip = wiring.flipped
 
         wiring.connect(m, flip(self.bus), bank.bus)
+        # A port is up while its link is and management lets it (net.port_admin); one held
+        # down is down to everything, as if its link had failed.
+        up = Signal(planes)
+        m.d.comb += [up.eq(self.port_ready & bank.net_port_admin[:planes]),
+                     bank.net_port_up.eq(up)]
         # global.control bit 0 gates the work requests; the addresses are taken up only while
         # it is clear, so a packet never carries half of an old and half of a new one.
         enabled = bank.global_control[0]
@@ -147,7 +153,7 @@ class Nic(wiring.Component):
             tx.src_mac.eq(src_mac), tx.src_ip.eq(src_ip),
             *[tx.next_hop[p].eq(getattr(bank, f"net_next_hop_p{p}")) for p in range(planes)],
             *[rx.sid[p].eq(getattr(bank, f"net_sid_p{p}")) for p in range(planes)],
-            tx.port_ready.eq(self.port_ready & bank.tx_plane_enable[:planes]),
+            tx.port_ready.eq(up & bank.tx_plane_enable[:planes]),
             tx.port_rate.eq(bank.tx_port_rate), tx.port_limit.eq(bank.tx_port_limit),
         ]
 
@@ -173,8 +179,14 @@ class Nic(wiring.Component):
         # The receive side: each port's frames in, data to host memory, completions out, its
         # QP context read from the TX side's, its acknowledgements out through the TX side.
         # SACK, NACK and endpoint packets go to the retransmit tracker.
+        drops = []
         for p in range(planes):
-            wiring.connect(m, flip(getattr(self, f"rx_plane{p}")), getattr(rx, f"plane{p}"))
+            m.submodules[f"gate{p}"] = gate = PortGate(self._params["width"])
+            wiring.connect(m, flip(getattr(self, f"rx_plane{p}")), gate.i)
+            wiring.connect(m, gate.o, getattr(rx, f"plane{p}"))
+            m.d.comb += gate.enable.eq(bank.net_port_admin[p])
+            drops.append(gate.dropped)
+        m.d.comb += bank.net_disabled_drops.eq(sum(drops))
         wiring.connect(m, rx.mem, flip(self.rx_mem))
         wiring.connect(m, rx.cpl, flip(self.rx_cpl))
         # The receive side's acknowledgements, the prober's probes and the port status leave
@@ -185,8 +197,8 @@ class Nic(wiring.Component):
         m.d.comb += [prober.bad.eq(tx.bad), tx.bad_qp.eq(prober.bad_qp),
                      prober.now.eq(tx.timestamp), prober.interval.eq(bank.rel_probe_interval),
                      # the peers hear of the ports themselves: a plane disabled for sending
-                     # still receives
-                     status.port_ready.eq(self.port_ready), status.enable.eq(enabled),
+                     # (tx.plane_enable) still receives, one held down (net.port_admin) not
+                     status.port_ready.eq(up), status.enable.eq(enabled),
                      status.now.eq(tx.timestamp), status.interval.eq(bank.rel_status_interval)]
         m.d.comb += [tx.rx_ctx_addr.eq(rx.ctx_addr), rx.ctx.eq(tx.rx_ctx),
                      rx.coalesce.eq(bank.rx_coalesce), rx.timeout.eq(bank.rx_ack_timeout),

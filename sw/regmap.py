@@ -315,7 +315,7 @@ _EV = (
        "or the next), 2 ASSUMED_BAD (also an entry outside the profile), 3 DENIED."),
 )
 
-# The NIC's addresses on each plane's network.
+# The NIC's addresses on each plane's network, and its ports' administrative state.
 _NET = tuple(
     _r("net", f"next_hop_p{p}", 0x800 + 8 * p, 48, "RW", 0,
        f"The Ethernet destination of every frame sent on plane {p}: the MAC of the router port "
@@ -326,7 +326,16 @@ _NET = tuple(
        f"This NIC's SRv6 address on plane {p} (the locator block and the NIC's own uSID): an "
        "SRv6 frame that arrives there for another address, or with SRH segments left, is "
        "dropped (rx.drop_not_mine). 0: any outer destination is taken.")
-    for p in range(MAX_PLANES))
+    for p in range(MAX_PLANES)) + (
+    _r("net", "port_admin", 0x8C0, MAX_PLANES, "RW", (1 << MAX_PLANES) - 1,
+       "Bit p: port p is administratively up. A port set down is down to everything: nothing "
+       "is sent on it, the frames that arrive on it are discarded whole (net.disabled_drops), "
+       "and the peers hear it is down (port status), as if its link had failed."),
+    _r("net", "port_up", 0x8C4, MAX_PLANES, "RO", 0,
+       "Bit p: port p is up: its link is (the MAC's port_ready) and net.port_admin lets it."),
+    _r("net", "disabled_drops", 0x8C8, 32, "RO", 0,
+       "Frames discarded because they arrived on a port net.port_admin holds down."),
+)
 
 # uSID templates: one per destination leaf (see EV to path).
 _TPL = (

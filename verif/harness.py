@@ -96,7 +96,7 @@ def _imports(path: Path) -> set[Path]:
     """The project's own source files that ``path`` imports."""
     package = next((n for n, folder in _PACKAGES.items() if folder == path.parent), None)
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(_source(path), str(path))):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -138,8 +138,20 @@ def _sources_hash(component) -> str:
     h = hashlib.sha256()
     for p in _closure(roots):
         h.update(str(p.relative_to(ROOT)).encode())
-        h.update(p.read_bytes())
+        h.update(_source(p))
     return h.hexdigest()[:12]
+
+
+_sources: dict[Path, bytes] = {}
+
+
+def _source(path: Path) -> bytes:
+    """A source file as this process first read it. A long run (a sweep's workers) converts the
+    design it imported: hashing the files as they are later, after an edit, would file that
+    Verilog under the edited sources' key, and the next build would take it for theirs."""
+    if path not in _sources:
+        _sources[path] = path.read_bytes()
+    return _sources[path]
 
 
 def _digest(*parts) -> str:

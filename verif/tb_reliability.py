@@ -25,6 +25,7 @@ from mrcnic.hdl.qp_context import QpState, SrMode
 from mrcnic.hdl.retransmit_tracker import RelMode, receiver_share
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
+from mrcnic.regmap import MAX_PLANES
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.packets import assert_frames_equal, encapsulate
 from mrcnic.verif.rel_model import PSN_MOD, Congestion, Sender
@@ -775,6 +776,36 @@ async def the_peers_hear_of_port_changes(dut):
     await statuses(rig, talking, every, every, "plane 1 back again")
     await rig.counters()
     assert rig.model.counters["status_sent"] == 6 * len(talking)
+
+
+@cocotb.test()
+async def a_port_held_down_is_down_to_everything(dut):
+    """net.port_admin holding a port down: the peers hear it down as if its link had failed,
+    nothing is sent on it, and what arrives on it is discarded whole and counted
+    (net.disabled_drops); let up again, it is up again, and the peers hear so."""
+    rig = await Rig.start(dut)
+    P, regs = rig.P, rig.cfg.regs
+    every = (1 << P) - 1
+    down = every & ~0b10
+    assert await regs.read("net.port_up") == every
+    await regs.write("net.port_admin", down)
+    await statuses(rig, range(rig.Q), down, down, "plane 1 held down")
+    assert await regs.read("net.port_up") == down
+    psns = await rig.post(0, 8)
+    await rig.send_new(8, "while plane 1 is held down")
+    assert all(rig.cfg.layout.plane(rig.ev_of[(0, p)][0]) != 1 for p in psns)
+    # A peer's port status on the port held down is discarded: it changes nothing.
+    before = await regs.run(driver.rel_counters())
+    await rig.inject(L.ERTH(op=wire.EndpointOp.PORT_STATUS, port_status_mask=0b01,
+                            tx_timestamp=0x1234), wire.Opcode.ENDPOINT_REQUEST, 0, plane=1)
+    assert await regs.read("net.disabled_drops") == 1
+    assert (await regs.run(driver.rel_counters()))["status_received"] == \
+        before["status_received"], "a frame on a port held down reached the NIC"
+    await rig.completions(await rig.sack(0, psns[-1] + 1), "while plane 1 is held down")
+    await regs.write("net.port_admin", (1 << MAX_PLANES) - 1)
+    await statuses(rig, range(rig.Q), every, every, "plane 1 let up")
+    assert await regs.read("net.port_up") == every
+    await rig.counters()
 
 
 @cocotb.test()
