@@ -37,10 +37,10 @@ from .regmap import (
 from .wire import PROBE_DQP
 
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_addresses",
-           "write_template", "configure_qp",
-           "load_ev_profile", "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy",
-           "set_reliability", "set_port_rate", "rel_counters", "ev_states", "set_congestion",
-           "congestion", "mac_int", "ip_int", "mac_text", "staged_qp", "keeping", "COUNTERS", "counters"]
+           "write_template", "configure_qp", "load_ev_profile", "replace_ev", "clear_ev_profile",
+           "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy", "set_reliability",
+           "set_port_rate", "rel_counters", "ev_states", "set_congestion", "congestion",
+           "mac_int", "ip_int", "mac_text", "staged_qp", "keeping", "COUNTERS", "counters"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -294,6 +294,36 @@ def load_ev_profile(qp: int, evs, layout: EvLayout, spares=()) -> Program:
         yield from write("ev.value", ev)
         yield from command("ev.load", LoadOp.SPARE.value)
     return profile
+
+
+@_refusals_checked
+def replace_ev(qp: int, index: int, ev: int, layout: EvLayout) -> Program:
+    """Entry ``index`` of QP ``qp``'s profile becomes ``ev``, GOOD; the other entries stay as
+    they are. ``ev`` must name the entry's own plane, ``index % planes``."""
+    yield from _below("QP", qp, "global.qps")
+    planes = yield from _nic_layout(layout)
+    yield from _below(f"QP {qp}: profile entry", index, "global.evs")
+    if not isinstance(ev, int) or not 0 <= ev < 1 << 32:
+        raise RegisterError(f"QP {qp}: EV {ev!r} is not a 32-bit value")
+    try:
+        plane = layout.plane(ev)
+    except ValueError as e:
+        raise RegisterError(f"QP {qp}: {e}") from None
+    if plane != index % planes:
+        raise RegisterError(f"QP {qp}: EV {ev:#010x} is on plane {plane}, entry {index} on "
+                            f"plane {index % planes} (entry i is on plane i % planes)")
+    yield from write("ev.qp", qp)
+    yield from write("ev.index", index)
+    yield from write("ev.value", ev)
+    yield from command("ev.load", LoadOp.ENTRY.value)
+
+
+@_refusals_checked
+def clear_ev_profile(qp: int) -> Program:
+    """Empties QP ``qp``'s profile and spares: it has no EV to send on until one is loaded."""
+    yield from _below("QP", qp, "global.qps")
+    yield from write("ev.qp", qp)
+    yield from command("ev.load", LoadOp.CLEAR.value)
 
 
 @_refusals_checked

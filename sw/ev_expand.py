@@ -22,8 +22,9 @@ order of the EV read as a number, the first field most significant; the header n
 so that one is this project's.
 
 Every rule is a :class:`Rule`; breaking one raises :class:`EvInvalid` (``EINVAL``) or
-:class:`EvTooBig` (``E2BIG``) as the header says, with the rule and the offending value. This
-module imports no gateware.
+:class:`EvTooBig` (``E2BIG``) as the header says, with the rule and the offending value. They
+belong to the controller API's one error hierarchy (:mod:`mrcnic.ctl_errors`): an EvInvalid is
+an ``InvalidArgument``, an EvTooBig a ``TooBig``. This module imports no gateware.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import errno
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from .ctl_errors import InvalidArgument, MrcError, TooBig
 
 __all__ = ["MAX_EV_BYTES", "MAX_FORMAT_FIELD_BITS", "MAX_FIELD_BITS", "FormatMode", "Rule",
            "EvProfileError", "EvInvalid", "EvTooBig", "FormatProfile", "EvField", "EvProfile",
@@ -101,7 +104,7 @@ class Rule(enum.Enum):
         return errno.errorcode[self.errno]
 
 
-class EvProfileError(ValueError):
+class EvProfileError(MrcError, ValueError):
     """An EV profile or an EV broke :attr:`rule`; :attr:`errno` is what the OCP API returns."""
 
     def __init__(self, rule: Rule, message: str):
@@ -111,11 +114,11 @@ class EvProfileError(ValueError):
         super().__init__(f"{message} [{rule.errno_name}: {rule.text}]")
 
 
-class EvInvalid(EvProfileError):
+class EvInvalid(EvProfileError, InvalidArgument):
     """``EINVAL``: an argument the OCP API calls invalid."""
 
 
-class EvTooBig(EvProfileError):
+class EvTooBig(EvProfileError, TooBig):
     """``E2BIG``: more fields or bits than the format or the device can hold."""
 
 

@@ -1,0 +1,859 @@
+"""The controller API (mrcnic.ctl): the OCP profile state machines and every refusal with its
+errno, against a word store that takes the EV commands as the NIC does; then a NIC of ``mrcnic
+sim serve``, which loads a GENERATED SRv6 profile into a QP, changes an EV's state and takes a
+CC profile, each read back from its registers."""
+
+import errno
+
+import pytest
+
+from mrcnic import driver, regmap
+from mrcnic.ctl import (
+    NSCC,
+    UNPOPULATED,
+    Controller,
+    Ev,
+    EvMode,
+    EvOpEntry,
+    Feature,
+    NsccConfig,
+    PortAdminState,
+)
+from mrcnic.ctl import ProfileState as S
+from mrcnic.ctl_errors import (
+    Busy,
+    InvalidArgument,
+    IoError,
+    MrcError,
+    NotFound,
+    NotPermitted,
+    NotSupported,
+    TooBig,
+    nic_failure,
+)
+from mrcnic.enums import EvState, LoadOp, QpState, SrMode
+from mrcnic.ev_expand import (
+    EvField,
+    EvInvalid,
+    EvProfile,
+    EvProfileError,
+    EvTooBig,
+    FormatMode,
+    FormatProfile,
+    Rule,
+)
+from mrcnic.evmap import EvLayout, UsidTemplate, ev_split
+from mrcnic.mgmt import Status, StatusError, Unreachable
+from mrcnic.regclient import RegisterClient, RegisterError
+from mrcnic.target import Device
+from mrcnic.verif.fabric import FORMATS
+from mrcnic.verif.test_regmap import FakeBus
+
+BUILD = {"id": regmap.MRCNIC_ID, "planes": 2, "qps": 4, "evs": 16, "templates": 4,
+         "max_usids": 14, "spines": 4, "spares": 2}
+BLOCK, BLOCK_BITS = FORMATS["F3216"]
+LAYOUT = EvLayout(2, 4)
+#: a route of one uSID, the spine's: a GENERATED profile can vary its plane and spine together
+ONE_USID = UsidTemplate(BLOCK, (0x10,), spine_index=0, block_bits=BLOCK_BITS)
+#: the locator, then that uSID with the plane (bit 12) and the spine (bits 1..0) from the EV
+SRV6_FIELDS = (EvField(32, BLOCK), EvField(16, 0x10, 0, 7, 0x1003))
+STEV_FIELDS = (EvField(16, 0, 0, 0xFFFF, 0xFFFF), EvField(16, 0, 0, 0xFFFF, 0xFFFF))
+
+
+def _path(offset):
+    return regmap.by_offset(offset).path
+
+
+class FakeNic(FakeBus):
+    """The register bank's words, with the EV commands taken as the NIC takes them: a table per
+    QP whose entries ev.load writes (GOOD) or empties and ev.set_state changes; ev.state reads
+    the entry ev.qp and ev.index select, ASSUMED_BAD past the table's end."""
+
+    def __init__(self, **build):
+        super().__init__()
+        for k, v in {**BUILD, **build}.items():
+            self.words[regmap.by_name(f"global.{k}").offset] = v
+        self.tables: dict[int, list[list]] = {}
+
+    def word(self, path):
+        return self.words[regmap.by_name(path).offset]
+
+    def write(self, offset, value):
+        super().write(offset, value)
+        qp, index = self.word("ev.qp"), self.word("ev.index")
+        table = self.tables.setdefault(qp, [])
+        if _path(offset) == "ev.load" and value == LoadOp.CLEAR.value:
+            table.clear()
+        elif _path(offset) == "ev.load" and value == LoadOp.ENTRY.value:
+            table.extend([None] * (index + 1 - len(table)))
+            table[index] = [self.word("ev.value"), EvState.GOOD.value]
+        elif _path(offset) == "ev.set_state" and index < len(table):
+            table[index][1] = value
+
+    def read(self, offset):
+        if _path(offset) == "ev.state":
+            table = self.tables.get(self.word("ev.qp"), [])
+            index = self.word("ev.index")
+            return table[index][1] if index < len(table) else EvState.ASSUMED_BAD.value
+        return super().read(offset)
+
+    def ev_writes(self):
+        return [(_path(o), v) for o, v in self.writes if _path(o).startswith("ev.")]
+
+
+def controller(**build):
+    nic = FakeNic(**build)
+    return nic, Controller(RegisterClient(nic))
+
+
+def srv6_format(ctl, pid=1, widths=(32, 16)):
+    ctl.modify_ev_fmt_profile(pid, state=S.OFFLINE, mode=FormatMode.SRV6, widths=widths)
+    ctl.modify_ev_fmt_profile(pid, state=S.ONLINE)
+
+
+def generated(ctl, pid=7, fmt=1, fields=SRV6_FIELDS, count=8, online=True):
+    ctl.modify_ev_profile(pid, state=S.OFFLINE, mode=EvMode.GENERATED, fmt_id=fmt,
+                          ev_count=count, fields=fields)
+    if online:
+        ctl.modify_ev_profile(pid, state=S.ONLINE, min_active=1, event_mask=())
+
+
+def stev_explicit(ctl, evs, pid=5, fmt=2, online=True):
+    """An EXPLICIT STEV profile holding ``evs``, (32-bit value, port) each."""
+    ctl.modify_ev_fmt_profile(fmt, state=S.OFFLINE, mode=FormatMode.STEV, widths=(16, 16))
+    ctl.modify_ev_fmt_profile(fmt, state=S.ONLINE)
+    ctl.modify_ev_profile(pid, state=S.OFFLINE, mode=EvMode.EXPLICIT, fmt_id=fmt,
+                          ev_count=len(evs), fields=STEV_FIELDS, min_active=0, event_mask=())
+    ctl.replace_evs(pid, [EvOpEntry(UNPOPULATED, Ev(v.to_bytes(4, "big"), port),
+                                    EvState.GOOD) for v, port in evs])
+    if online:
+        ctl.modify_ev_profile(pid, state=S.ONLINE)
+
+
+def refused(cls, code, fn, *args, match=None, **kwargs):
+    with pytest.raises(cls, match=match) as info:
+        fn(*args, **kwargs)
+    assert info.value.errno == code and isinstance(info.value, MrcError)
+    return info.value
+
+
+# -- the errors -----------------------------------------------------------------------------
+
+
+def test_one_hierarchy_carries_the_headers_errnos():
+    for cls, code in ((InvalidArgument, errno.EINVAL), (TooBig, errno.E2BIG),
+                      (Busy, errno.EBUSY), (NotPermitted, errno.EPERM), (IoError, errno.EIO),
+                      (NotFound, errno.ENOENT), (NotSupported, errno.ENOTSUP)):
+        e = cls("why")
+        assert isinstance(e, MrcError) and e.errno == code and str(e) == e.message == "why"
+    assert TooBig("short", needed=9).needed == 9
+    # the expansion rule's errors are the same classes
+    with pytest.raises(InvalidArgument) as info:
+        EvProfile(FormatProfile((8,)), (EvField(8, 0x100),))
+    e = info.value
+    assert isinstance(e, EvInvalid) and isinstance(e, EvProfileError) and isinstance(e, ValueError)
+    assert e.errno == errno.EINVAL and e.rule is Rule.INIT_VAL
+    assert issubclass(EvTooBig, TooBig) and issubclass(EvProfileError, MrcError)
+
+
+def test_driver_failures_are_einval_before_a_write_and_eio_after():
+    assert type(nic_failure(RegisterError("bad value"), written=False)) is InvalidArgument
+    assert type(nic_failure(RegisterError("refused 1 access"), written=True)) is IoError
+    assert type(nic_failure(Unreachable("no reply"), written=False)) is IoError
+    assert type(nic_failure(StatusError(Status.DENIED, "pending"), written=True)) is IoError
+    with pytest.raises(TypeError):
+        nic_failure(KeyError("x"), written=False)
+
+
+def test_a_window_that_is_not_an_mrcnic_or_does_not_answer_is_eio():
+    nic = FakeNic(id=0x1234)
+    refused(IoError, errno.EIO, Controller, RegisterClient(nic), match="not an mrcnic")
+
+    class Silent:
+        def read(self, offset):
+            raise Unreachable("no reply from 192.0.2.1:19783")
+
+    refused(IoError, errno.EIO, Controller, RegisterClient(Silent()), match="no reply")
+    refused(InvalidArgument, errno.EINVAL, Controller, RegisterClient(FakeNic()), clock_hz=0)
+
+
+# -- the device -----------------------------------------------------------------------------
+
+
+def test_query_device_says_what_the_registers_say():
+    nic, ctl = controller()
+    a = ctl.query_device()
+    assert a.protocol_versions == {1}
+    assert (a.ev_max_fmt_profiles, a.ev_max_profiles) == (4, 4)          # a table per QP
+    assert (a.ev_max_count, a.ev_free_count, a.ev_max_count_profile) == (64, 64, 16)
+    assert (a.ev_count_align, a.ev_max_width, a.ev_op_max_entries) == (2, 256, 0)
+    assert a.ev_fmt_modes == {FormatMode.STEV, FormatMode.SRV6}
+    assert a.ev_modes == {EvMode.EXPLICIT, EvMode.GENERATED}
+    assert (a.cc_max_profiles, a.cc_algorithms) == (1, (NSCC,))
+    assert a.phy_port_mask == 0b110                                    # ports 1 and 2
+    assert a.features == {Feature.EV_PROFILE_MODIFY_ONLINE, Feature.CC_PROFILE_MODIFY_ONLINE}
+    # read now, not remembered: another build says otherwise
+    nic.words[regmap.by_name("global.evs").offset] = 32
+    assert ctl.query_device().ev_max_count == 128
+    one = controller(planes=1, max_usids=6, evs=8)[1].query_device()
+    assert FormatMode.UDP in one.ev_fmt_modes and one.phy_port_mask == 0b10
+    assert (one.ev_max_width, one.ev_count_align) == (128, 1)          # one carrier at most
+
+
+def test_ports_are_always_enabled_and_cannot_be_disabled():
+    _, ctl = controller()
+    assert ctl.query_port(1) is ctl.query_port(2) is PortAdminState.ENABLED
+    ctl.modify_port(2, PortAdminState.ENABLED)
+    refused(NotPermitted, errno.EPERM, ctl.modify_port, 1, PortAdminState.DISABLED,
+            match="no administrative state")
+    refused(InvalidArgument, errno.EINVAL, ctl.query_port, 3, match="ports 1 .. 2")
+    refused(InvalidArgument, errno.EINVAL, ctl.query_port, 0)
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_port, 1, "off")
+
+
+def test_what_the_nic_has_no_means_for_is_refused_with_the_reason():
+    _, ctl = controller()
+    refused(NotPermitted, errno.EPERM, ctl.create_ev_event_cq, 64, match="no EV event queue")
+    refused(NotSupported, errno.ENOTSUP, ctl.ep_batch_send_wait, "EV_PROBE", [], 2_000_000,
+            match="no register to ask")
+
+
+# -- EV format profiles ---------------------------------------------------------------------
+
+
+def test_a_format_profile_goes_round_its_state_machine():
+    _, ctl = controller()
+    assert ctl.query_ev_fmt_profile(3).state is S.INIT                  # every id starts INIT
+    ctl.modify_ev_fmt_profile(3, state=S.OFFLINE, mode=FormatMode.SRV6)
+    ctl.modify_ev_fmt_profile(3, widths=[32, 16, 16])                  # OFFLINE: may change
+    ctl.modify_ev_fmt_profile(3, mode=FormatMode.STEV, widths=(16, 16))
+    ctl.modify_ev_fmt_profile(3, state=S.ONLINE)
+    info = ctl.query_ev_fmt_profile(3, max_fields=2)
+    assert (info.state, info.mode, info.widths) == (S.ONLINE, FormatMode.STEV, (16, 16))
+    ctl.modify_ev_fmt_profile(3, state=S.OFFLINE)
+    ctl.modify_ev_fmt_profile(3, state=S.INIT)
+    assert ctl.query_ev_fmt_profile(3) == ctl.query_ev_fmt_profile(4)  # cleared
+
+
+@pytest.mark.parametrize("setup,kwargs,match", [
+    ([], {"state": S.ONLINE}, "not to ONLINE"),
+    ([], {"state": S.OFFLINE}, "mode must be set first"),
+    ([], {"mode": FormatMode.SRV6}, "configured as it moves to OFFLINE"),
+    ([{"state": S.OFFLINE, "mode": FormatMode.SRV6}], {"state": S.ONLINE},
+     "widths must be set first"),
+    ([{"state": S.OFFLINE, "mode": FormatMode.SRV6, "widths": (32,)}, {"state": S.ONLINE}],
+     {"widths": (32, 16)}, "widths cannot be changed there"),
+    ([{"state": S.OFFLINE, "mode": FormatMode.SRV6, "widths": (32,)}, {"state": S.ONLINE}],
+     {"state": S.INIT}, "not to INIT"),
+    ([{"state": S.OFFLINE, "mode": FormatMode.SRV6}], {"state": S.INIT, "widths": (8,)},
+     "nothing can be set with it"),
+    ([], {"state": 9}, "not a profile state"),
+    ([], {"state": S.OFFLINE, "mode": "SRV6"}, "is a FormatMode"),
+    ([], {"state": S.OFFLINE, "mode": FormatMode.SRV6, "widths": 32}, "sequence"),
+])
+def test_a_format_profile_refuses_what_its_state_does_not_allow(setup, kwargs, match):
+    _, ctl = controller()
+    for step in setup:
+        ctl.modify_ev_fmt_profile(1, **step)
+    before = ctl.query_ev_fmt_profile(1)
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_ev_fmt_profile, 1, match=match, **kwargs)
+    assert ctl.query_ev_fmt_profile(1) == before                       # nothing changed
+
+
+def test_format_fields_are_checked_by_the_expansion_rule():
+    _, ctl = controller()
+    e = refused(EvInvalid, errno.EINVAL, ctl.modify_ev_fmt_profile, 1, state=S.OFFLINE,
+                mode=FormatMode.SRV6, widths=(32, 0))
+    assert e.rule is Rule.FMT_WIDTH
+    e = refused(EvTooBig, errno.E2BIG, ctl.modify_ev_fmt_profile, 1, state=S.OFFLINE,
+                mode=FormatMode.STEV, widths=(32, 8))
+    assert e.rule is Rule.FMT_MODE and isinstance(e, TooBig)
+    ctl.modify_ev_fmt_profile(1, state=S.OFFLINE, mode=FormatMode.SRV6, widths=(32, 8))
+    refused(EvTooBig, errno.E2BIG, ctl.modify_ev_fmt_profile, 1, mode=FormatMode.STEV)
+
+
+def test_format_limits_come_from_the_device():
+    _, ctl = controller()
+    refused(NotPermitted, errno.EPERM, ctl.modify_ev_fmt_profile, 1, state=S.OFFLINE,
+            mode=FormatMode.UDP, match="2 planes")
+    for pid in range(4):                                               # ev_max_fmt_profiles
+        ctl.modify_ev_fmt_profile(pid, state=S.OFFLINE, mode=FormatMode.SRV6)
+    refused(TooBig, errno.E2BIG, ctl.modify_ev_fmt_profile, 9, state=S.OFFLINE,
+            mode=FormatMode.SRV6, match="takes 4")
+    ctl.modify_ev_fmt_profile(0, widths=(32, 16, 16))
+    e = refused(TooBig, errno.E2BIG, ctl.query_ev_fmt_profile, 0, max_fields=2)
+    assert e.needed == 3
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_ev_fmt_profile, -1, state=S.OFFLINE)
+    _, one = controller(planes=1)
+    one.modify_ev_fmt_profile(1, state=S.OFFLINE, mode=FormatMode.UDP, widths=(16,))
+
+
+def test_a_format_an_online_ev_profile_uses_is_busy():
+    _, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    refused(Busy, errno.EBUSY, ctl.modify_ev_fmt_profile, 1, state=S.OFFLINE,
+            match="ONLINE EV profile")
+    ctl.modify_ev_profile(7, state=S.OFFLINE)
+    ctl.modify_ev_fmt_profile(1, state=S.OFFLINE)
+    ctl.modify_ev_fmt_profile(1, state=S.INIT)
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_ev_profile, 7, state=S.ONLINE,
+            match="format profile 1 is INIT")
+
+
+# -- EV profiles ----------------------------------------------------------------------------
+
+
+def test_an_ev_profile_goes_round_its_state_machine():
+    _, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl, online=False)
+    info = ctl.query_ev_profile(7, max_fields=2)
+    assert (info.state, info.mode, info.fmt_id, info.ev_count, info.fields) == (
+        S.OFFLINE, EvMode.GENERATED, 1, 8, SRV6_FIELDS)
+    ctl.modify_ev_profile(7, min_active=0, event_mask=[], ev_count=4)  # OFFLINE: may change
+    ctl.modify_ev_profile(7, state=S.ONLINE, ev_count=8)
+    assert ctl.query_ev_profile(7).state is S.ONLINE
+    # ONLINE: the fields may change (Feature.EV_PROFILE_MODIFY_ONLINE), and the array with them
+    ctl.modify_ev_profile(7, fields=(EvField(32, BLOCK), EvField(16, 0x20, 0, 7, 0x1003)))
+    assert ctl.query_ev_array(7)[0].expansion == BLOCK.to_bytes(4, "big") + b"\x00\x20"
+    ctl.modify_ev_profile(7, state=S.OFFLINE)
+    ctl.modify_ev_profile(7, state=S.INIT)
+    assert ctl.query_ev_profile(7).state is S.INIT and ctl.query_ev_profile(7).fields is None
+
+
+@pytest.mark.parametrize("first,kwargs,cls,match", [
+    ({}, {"state": S.OFFLINE, "mode": EvMode.GENERATED, "fmt_id": 1, "ev_count": 8},
+     InvalidArgument, "fields must be set first"),
+    ({}, {"state": S.OFFLINE, "mode": EvMode.GENERATED, "fields": SRV6_FIELDS},
+     InvalidArgument, "fmt_id, ev_count must be set first"),
+    ({}, {"state": S.OFFLINE, "mode": EvMode.AUTO}, NotPermitted, "does not choose EVs"),
+    ({}, {"state": S.OFFLINE, "fmt_id": 2}, InvalidArgument, "format profile 2 is INIT"),
+    ({}, {"state": S.OFFLINE, "ev_count": 18}, TooBig, "hold 16"),
+    ({}, {"state": S.OFFLINE, "ev_count": 3}, InvalidArgument, "multiple of 2"),
+    ({}, {"state": S.OFFLINE, "ev_count": 0}, InvalidArgument, "1 or more"),
+    ({}, {"state": S.OFFLINE, "min_active": 2}, NotPermitted, "last GOOD EV"),
+    ({}, {"state": S.OFFLINE, "event_mask": {EvState.ASSUMED_BAD}}, NotPermitted,
+     "no EV event queue"),
+    ({}, {"state": S.OFFLINE, "event_mask": {EvState.SKIP}}, InvalidArgument,
+     "only GOOD and ASSUMED_BAD"),
+    ({}, {"state": S.OFFLINE, "event_mask": 3}, InvalidArgument, "set of EvStates"),
+    ({}, {"state": S.OFFLINE, "fields": (1, 2)}, InvalidArgument, "are EvFields"),
+    ({}, {"mode": EvMode.GENERATED}, InvalidArgument, "configured as it moves to OFFLINE"),
+    (None, {"state": S.ONLINE}, InvalidArgument, "min_active, event_mask must be set first"),
+    ("online", {"ev_count": 4}, InvalidArgument, "ev_count cannot be changed there"),
+    ("online", {"state": S.INIT}, InvalidArgument, "not to INIT"),
+    ("online", {"mode": EvMode.EXPLICIT}, InvalidArgument, "mode cannot be changed there"),
+])
+def test_an_ev_profile_refuses_what_its_state_does_not_allow(first, kwargs, cls, match):
+    _, ctl = controller()
+    srv6_format(ctl)
+    if first is None or first == "online":
+        generated(ctl, online=first == "online")
+    before = ctl.query_ev_profile(7)
+    code = {InvalidArgument: errno.EINVAL, NotPermitted: errno.EPERM, TooBig: errno.E2BIG}[cls]
+    refused(cls, code, ctl.modify_ev_profile, 7, match=match, **kwargs)
+    assert ctl.query_ev_profile(7) == before                           # nothing changed
+
+
+def test_ev_fields_are_checked_by_the_expansion_rule():
+    _, ctl = controller()
+    srv6_format(ctl)
+    bad = (EvField(32, BLOCK), EvField(16, 0x10, 0, 8, 0x1003))       # 8 needs 4 mask bits
+    e = refused(EvInvalid, errno.EINVAL, generated, ctl, fields=bad)
+    assert e.rule is Rule.MAX_VAL
+    e = refused(EvTooBig, errno.E2BIG, generated, ctl, fields=SRV6_FIELDS + (EvField(8),))
+    assert e.rule is Rule.FIELD_COUNT
+    e = refused(EvInvalid, errno.EINVAL, generated, ctl, count=10)     # the fields make 8
+    assert e.rule is Rule.EV_COUNT
+    generated(ctl, online=False)
+    e = refused(TooBig, errno.E2BIG, ctl.query_ev_profile, 7, max_fields=1)
+    assert e.needed == 2
+
+
+def test_an_ev_profile_needs_its_format_online_and_its_evs_set():
+    _, ctl = controller()
+    ctl.modify_ev_fmt_profile(1, state=S.OFFLINE, mode=FormatMode.SRV6)
+    generated(ctl, online=False)             # the format has no widths yet: no array yet
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_ev_profile, 7, state=S.ONLINE,
+            min_active=1, event_mask=(), match="format profile 1 is OFFLINE")
+    ctl.modify_ev_fmt_profile(1, widths=(32, 16), state=S.ONLINE)
+    ctl.modify_ev_profile(7, state=S.ONLINE, min_active=1, event_mask=())
+    assert len(ctl.query_ev_array(7)) == 8
+    for pid in range(3):
+        generated(ctl, pid=10 + pid, online=False)
+    refused(TooBig, errno.E2BIG, generated, ctl, pid=20, match="takes 4 EV profile")
+
+
+def test_a_generated_profile_is_every_combination_in_order():
+    _, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    array = ctl.query_ev_array(7)
+    assert [e.ev.value for e in array] == [bytes([v << 5]) for v in range(8)]
+    assert all(e.ev.port == 0 for e in array)        # the NIC gives the port when it loads it
+    assert [e.expansion for e in array] == [
+        BLOCK.to_bytes(4, "big") + (0x10 | (v >> 2) << 12 | v & 3).to_bytes(2, "big")
+        for v in range(8)]
+    assert {e.state for e in array} == {EvState.GOOD}
+    e = refused(TooBig, errno.E2BIG, ctl.query_ev_array, 7, max_entries=7)
+    assert e.needed == 8
+
+
+# -- EXPLICIT arrays and EV operations ------------------------------------------------------
+
+
+def test_an_explicit_array_is_filled_by_replace_ev_before_it_goes_online():
+    _, ctl = controller()
+    ctl.modify_ev_fmt_profile(2, state=S.OFFLINE, mode=FormatMode.STEV, widths=(16, 16))
+    ctl.modify_ev_fmt_profile(2, state=S.ONLINE)
+    ctl.modify_ev_profile(5, state=S.OFFLINE, mode=EvMode.EXPLICIT, fmt_id=2, ev_count=4,
+                          fields=STEV_FIELDS, min_active=1, event_mask=())
+    array = ctl.query_ev_array(5)
+    assert [(e.ev, e.state, e.expansion) for e in array] == [(UNPOPULATED, None, None)] * 4
+    ev = Ev(bytes.fromhex("12340000"), 1)
+    ctl.replace_evs(5, [EvOpEntry(UNPOPULATED, ev, EvState.GOOD)])
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_ev_profile, 5, state=S.ONLINE,
+            match="entry 1 \\(of 3\\) is unpopulated")
+    ctl.replace_evs(5, [EvOpEntry(UNPOPULATED, Ev(b"\x12\x34", 2), EvState.DENIED,
+                                  all_copies=True)])
+    ctl.modify_ev_profile(5, state=S.ONLINE)
+    array = ctl.query_ev_array(5)
+    assert [e.ev for e in array] == [ev] + [Ev(bytes.fromhex("12340000"), 2)] * 3
+    assert [e.state for e in array] == [EvState.GOOD] + [EvState.DENIED] * 3
+    assert array[0].expansion == bytes.fromhex("12340000")
+    # a value is named without the zero bytes that end it; a port 0 names any port
+    got = ctl.query_ev_states(5, [Ev(b"\x12\x34"), Ev(b"\x12\x34\x00", 2)])
+    assert [e.state for e in got] == [EvState.GOOD, EvState.DENIED]
+
+
+def test_replace_ev_refusals():
+    _, ctl = controller()
+    stev_explicit(ctl, [(0x0000_0000, 1), (0x0000_0100, 2)], online=False)
+    one = Ev(bytes(4), 1)
+    for entry, cls, match in (
+            (EvOpEntry(one, None, EvState.GOOD), InvalidArgument, "needs ev_new"),
+            (EvOpEntry(one, Ev(b"\x01", 1), None), InvalidArgument, "GOOD, ASSUMED_BAD or"),
+            (EvOpEntry(one, Ev(b"\x01", 1), EvState.SKIP), InvalidArgument, "not .*SKIP"),
+            (EvOpEntry(one, Ev(b"\x01", 3), EvState.GOOD), InvalidArgument, "ports 1 .. 2"),
+            (EvOpEntry(one, Ev(b"\x01"), EvState.GOOD), InvalidArgument, "port 0 does not"),
+            (EvOpEntry(one, Ev(bytes(4) + b"\x01", 1), EvState.GOOD), EvInvalid, "after the 32"),
+            (EvOpEntry(Ev(b"\x09", 1), Ev(b"\x01", 1), EvState.GOOD), NotFound, "holds no EV"),
+            (EvOpEntry(UNPOPULATED, Ev(b"\x01", 1), EvState.GOOD), NotFound, "holds no EV"),
+            (one, InvalidArgument, "is an EvOpEntry")):
+        refused(cls, cls.errno, ctl.replace_evs, 5, [entry], match=match)
+    assert [e.ev.value for e in ctl.query_ev_array(5)] == [bytes(4), bytes.fromhex("00000100")]
+    srv6_format(ctl)
+    generated(ctl)
+    refused(InvalidArgument, errno.EINVAL, ctl.replace_evs, 7,
+            [EvOpEntry(Ev(b"\x00"), Ev(b"\x20", 1), EvState.GOOD)], match="only an EXPLICIT")
+    refused(InvalidArgument, errno.EINVAL, ctl.replace_evs, 8, [], match="is INIT")
+
+
+def test_a_batch_stops_at_the_first_failing_entry_and_says_what_was_done():
+    _, ctl = controller()
+    stev_explicit(ctl, [(0x0000_0000, 1), (0x0000_0100, 2)])
+    batch = [EvOpEntry(Ev(bytes(4), 1), state=EvState.DENIED),
+             EvOpEntry(Ev(b"\x77", 1), state=EvState.DENIED),
+             EvOpEntry(Ev(bytes.fromhex("00000100"), 2), state=EvState.DENIED)]
+    e = refused(NotFound, errno.ENOENT, ctl.modify_ev_states, 5, batch)
+    assert e.entry == 1 and e.done == (batch[0],)
+    states = [x.state for x in ctl.query_ev_array(5)]
+    assert states == [EvState.DENIED, EvState.GOOD]                    # the first took effect
+    assert ctl.modify_ev_states(5, batch[2:]) == batch[2:]
+    e = refused(InvalidArgument, errno.EINVAL, ctl.modify_ev_states, 5,
+                [EvOpEntry(Ev(bytes(4), 1), state=EvState.SKIP)])
+    assert e.entry == 0 and e.done == ()
+    refused(InvalidArgument, errno.EINVAL, ctl.query_ev_states, 5, [Ev(bytes(4), 1)], qp=0,
+            match="not loaded into QP 0")
+
+
+def test_a_refused_explicit_ev_under_new_fields_leaves_the_profile_as_it_was():
+    _, ctl = controller()
+    stev_explicit(ctl, [(0x1234_0000, 1), (0x0000_0100, 2)], online=False)
+    narrower = (EvField(16, 0, 0, 0xFF, 0xFF), EvField(16, 0, 0, 0xFF, 0xFF))   # 16 EV bits
+    before = ctl.query_ev_array(5)
+    e = refused(EvInvalid, errno.EINVAL, ctl.modify_ev_profile, 5, fields=narrower)
+    assert e.rule is Rule.EV_UNUSED
+    assert ctl.query_ev_array(5) == before
+
+
+# -- loading profiles into QPs ----------------------------------------------------------------
+
+
+def test_a_generated_srv6_profile_loads_as_the_routes_it_names():
+    nic, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    ctl.modify_ev_states(7, [EvOpEntry(Ev(b"\xa0"), state=EvState.DENIED)])   # before loading
+    b = ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    assert (b.profile_id, b.qp, b.mode) == (7, 2, SrMode.USID)
+    array = ctl.query_ev_array(7)
+    for e, nic_ev, entry in zip(array, b.nic_evs, b.entries, strict=True):
+        # what the NIC sends on that EV is the expansion, on the port the EV now says
+        route = ONE_USID.route(nic_ev, LAYOUT)
+        assert route.dst == int.from_bytes(e.expansion.ljust(16, b"\0"), "big")
+        assert route.segments == ()
+        assert e.ev.port == LAYOUT.plane(nic_ev) + 1 == entry % 2 + 1
+        assert nic.tables[2][entry][0] == nic_ev                       # loaded where it says
+    assert ctl.binding(2) == b and ctl.binding(1) is None
+    assert [v for p, v in nic.ev_writes() if p == "ev.load"] == [LoadOp.CLEAR.value] + [0] * 8
+    # the state set before loading went with it, and queries now read the NIC
+    denied = b.entries[5]
+    assert nic.tables[2][denied][1] == EvState.DENIED.value
+    nic.tables[2][b.entries[6]][1] = EvState.ASSUMED_BAD.value         # the NIC marks one
+    assert [e.state for e in ctl.query_ev_array(7)][5:7] == [EvState.DENIED, EvState.ASSUMED_BAD]
+    assert ctl.query_device().ev_free_count == 3 * 16
+
+
+def test_ev_states_reach_every_qp_the_profile_is_loaded_into():
+    nic, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    b2 = ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    b3 = ctl.bind_ev_profile(7, 3, template=ONE_USID)
+    ev = ctl.query_ev_array(7, qp=3)[3].ev
+    ctl.modify_ev_states(7, [EvOpEntry(ev, state=EvState.DENIED)])
+    assert nic.tables[2][b2.entries[3]][1] == nic.tables[3][b3.entries[3]][1] == 3
+    refused(InvalidArgument, errno.EINVAL, ctl.query_ev_states, 7, [ev], match="name one")
+    nic.tables[3][b3.entries[3]][1] = EvState.GOOD.value
+    assert ctl.query_ev_states(7, [ev], qp=3)[0].state is EvState.GOOD
+    assert ctl.query_ev_states(7, [ev], qp=2)[0].state is EvState.DENIED
+    # the selectors a look moves are put back
+    nic.words[regmap.by_name("ev.qp").offset] = 1
+    ctl.query_ev_states(7, [ev], qp=3)
+    assert nic.word("ev.qp") == 1
+
+
+def test_a_loaded_profile_is_busy_until_its_qps_are_emptied():
+    nic, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    refused(Busy, errno.EBUSY, ctl.modify_ev_profile, 7, state=S.OFFLINE, match="QP\\(s\\) 2")
+    refused(Busy, errno.EBUSY, ctl.modify_ev_profile, 7, fields=SRV6_FIELDS)
+    ctl.modify_ev_profile(7, event_mask=())                            # nothing to load
+    ctl.unbind_ev_profile(2)
+    assert nic.tables[2] == [] and ctl.binding(2) is None
+    assert {e.ev.port for e in ctl.query_ev_array(7)} == {0}
+    ctl.modify_ev_profile(7, state=S.OFFLINE)
+    refused(InvalidArgument, errno.EINVAL, ctl.bind_ev_profile, 7, 2, template=ONE_USID,
+            match="only an ONLINE profile")
+    refused(InvalidArgument, errno.EINVAL, ctl.unbind_ev_profile, 4, match="has 4")
+
+
+@pytest.mark.parametrize("template,mode,cls,match", [
+    (UsidTemplate(BLOCK, (0x20, 0x10), 1, BLOCK_BITS), None, NotPermitted,
+     "EV 0 \\(0x00 port 0\\): it is fcbb:bb00:10:: without an SRH, a destination the "
+     "template's route takes on no plane and spine"),
+    (ONE_USID, SrMode.PLAIN, NotPermitted, "sends no SRv6 header"),
+    (ONE_USID, SrMode.USID_SRH, NotPermitted,
+     "EV 0 .* without an SRH, but on plane 0 spine 0 the NIC sends fcbb:bb00:10:: SRH"),
+    (None, None, InvalidArgument, "give the UsidTemplate"),
+    (UsidTemplate(BLOCK, (0x10,), 0, BLOCK_BITS, plane_shift=8), None, InvalidArgument,
+     "no template this NIC holds"),
+    (UsidTemplate(0xFCBB_0000_0001, (0x10,), 0, 48), None, InvalidArgument,
+     "no template this NIC holds"),
+    (ONE_USID, 1, InvalidArgument, "is an SrMode"),
+])
+def test_an_srv6_profile_the_nic_cannot_send_is_refused_before_any_write(template, mode, cls,
+                                                                         match):
+    nic, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    refused(cls, cls.errno, ctl.bind_ev_profile, 7, 1, template=template, mode=mode,
+            match=match)
+    assert nic.ev_writes() == [] and ctl.binding(1) is None
+
+
+#: seven uSIDs: six in the first carrier (F3216), the last in a second one, which the SRH holds
+SEVEN = UsidTemplate(BLOCK, (0x21, 0x10, 0x22, 0x23, 0x24, 0x25, 0x31), 1, BLOCK_BITS)
+
+
+def seven_usid_profile(ctl, widths, evs, pid=9):
+    """An EXPLICIT SRV6 profile for routes of :data:`SEVEN`: every uSID takes the plane from
+    the EV (the NIC puts it in each), the spine's uSID the spine too; ``evs`` are (plane,
+    spine), each on its plane's port."""
+    usids = [EvField(16, u, 0, 1, 0x1000) for u in SEVEN.usids]
+    usids[1] = EvField(16, 0x10, 0, 7, 0x1003)
+    fields = (EvField(32, BLOCK), *usids[:6])
+    if len(widths) > 7:
+        fields += (EvField(32, BLOCK), usids[6])
+    srv6_format(ctl, widths=widths)
+    ctl.modify_ev_profile(pid, state=S.OFFLINE, mode=EvMode.EXPLICIT, fmt_id=1,
+                          ev_count=len(evs), fields=fields, min_active=1, event_mask=())
+    for plane, spine in evs:
+        bits = [plane, plane, spine >> 1, spine & 1] + [plane] * (len(fields) - 4)
+        value = int("".join(map(str, bits)), 2) << (16 - len(bits))
+        ctl.replace_evs(pid, [EvOpEntry(UNPOPULATED, Ev(value.to_bytes(2, "big"), plane + 1),
+                                        EvState.GOOD)])
+    ctl.modify_ev_profile(pid, state=S.ONLINE)
+
+
+def test_a_route_with_an_srh_segment_loads_when_the_nic_sends_that_srh():
+    nic, ctl = controller()
+    seven_usid_profile(ctl, (32,) + (16,) * 6 + (32, 16), [(0, 1), (1, 2)])
+    b = ctl.bind_ev_profile(9, 0, template=SEVEN)
+    for e, nic_ev in zip(ctl.query_ev_array(9), b.nic_evs, strict=True):
+        # the destination, then the SRH's other segment: the route's carriers in order
+        route = SEVEN.route(nic_ev, LAYOUT)
+        assert int.from_bytes(e.expansion[:16], "big") == route.dst
+        assert route.segments[0] == int.from_bytes(e.expansion[16:].ljust(16, b"\0"), "big")
+        assert route.segments[1:] == (route.dst,) and e.ev.port == LAYOUT.plane(nic_ev) + 1
+    assert b.nic_evs == (LAYOUT.make(0, 1), LAYOUT.make(1, 2))
+    # without the SRH's segment the profile names a route the NIC cannot send on its own
+    _, ctl = controller()
+    seven_usid_profile(ctl, (32,) + (16,) * 6, [(0, 1), (1, 2)])
+    refused(NotPermitted, errno.EPERM, ctl.bind_ev_profile, 9, 0, template=SEVEN,
+            match="EV 0 .* without an SRH, but on plane 0 spine 1 the NIC sends .* SRH")
+
+
+def test_an_stev_profile_is_the_udp_source_port_and_the_flow_label():
+    nic, ctl = controller()
+    evs = [(LAYOUT.make(p, s, 0x5A5A_0000 | s << 4), p + 1) for s in range(2) for p in range(2)]
+    stev_explicit(ctl, evs)
+    b = ctl.bind_ev_profile(5, 0)
+    assert b.mode is SrMode.PLAIN and b.template is None
+    for (value, port), nic_ev, entry in zip(evs, b.nic_evs, b.entries, strict=True):
+        # the NIC sends an EV's high half as the UDP source port, its low half in the flow label
+        sport, flow = ev_split(nic_ev)
+        assert (sport << 16 | flow) == value and entry % 2 + 1 == port
+        assert nic.tables[0][entry] == [value, EvState.GOOD.value]
+    refused(NotPermitted, errno.EPERM, ctl.bind_ev_profile, 5, 1, mode=SrMode.USID,
+            match="routed by its template")
+    refused(InvalidArgument, errno.EINVAL, ctl.bind_ev_profile, 5, 1, template=ONE_USID)
+    refused(InvalidArgument, errno.EINVAL, ctl.bind_ev_profile, 5, 4, match="has 4")
+
+
+def test_an_stev_ev_on_another_port_than_the_nic_sends_it_on_is_refused():
+    nic, ctl = controller()
+    stev_explicit(ctl, [(LAYOUT.make(0, 0), 2), (LAYOUT.make(1, 0), 1)])
+    refused(NotPermitted, errno.EPERM, ctl.bind_ev_profile, 5, 0,
+            match="EV 0 \\(0x00000000 port 2\\): the NIC sends it on port 1")
+    _, ctl = controller()
+    stev_explicit(ctl, [(LAYOUT.make(0, 0), 1), (LAYOUT.make(0, 1), 1)])   # both on port 1
+    e = refused(InvalidArgument, errno.EINVAL, ctl.bind_ev_profile, 5, 0)
+    assert "as many EVs on every plane" in str(e)                     # the driver's rule
+    assert ctl.binding(0) is None
+
+
+def test_a_udp_profile_is_the_udp_source_port_alone():
+    nic, ctl = controller(planes=1, evs=8)
+    ctl.modify_ev_fmt_profile(3, state=S.OFFLINE, mode=FormatMode.UDP, widths=(16,))
+    ctl.modify_ev_fmt_profile(3, state=S.ONLINE)
+    ctl.modify_ev_profile(4, state=S.OFFLINE, mode=EvMode.GENERATED, fmt_id=3, ev_count=4,
+                          fields=(EvField(16, 0xC000, 0, 3, 0x0003),), min_active=0,
+                          event_mask=())
+    ctl.modify_ev_profile(4, state=S.ONLINE)
+    b = ctl.bind_ev_profile(4, 1)
+    for e, nic_ev in zip(ctl.query_ev_array(4), b.nic_evs, strict=True):
+        assert ev_split(nic_ev) == (int.from_bytes(e.expansion, "big"), 0)   # flow label 0
+        assert e.ev.port == 1
+
+
+def test_replace_ev_on_a_loaded_profile_takes_the_old_evs_entry():
+    nic, ctl = controller()
+    evs = [(LAYOUT.make(p, 0, 0x10), p + 1) for p in range(2)]
+    stev_explicit(ctl, evs)
+    b = ctl.bind_ev_profile(5, 1)
+    old = Ev(evs[1][0].to_bytes(4, "big"), 2)
+    new = LAYOUT.make(1, 3, 0x20)
+    nic.writes.clear()
+    ctl.replace_evs(5, [EvOpEntry(old, Ev(new.to_bytes(4, "big"), 2), EvState.DENIED)])
+    entry = b.entries[1]
+    assert nic.tables[1][entry] == [new, EvState.DENIED.value]
+    assert nic.tables[1][b.entries[0]][0] == evs[0][0]                # the other stays
+    assert ("ev.load", LoadOp.CLEAR.value) not in nic.ev_writes()
+    assert ctl.binding(1).nic_evs == (evs[0][0], new)
+    # an EV for the other port cannot take that entry
+    wrong = Ev(LAYOUT.make(0, 2).to_bytes(4, "big"), 1)
+    nic.writes.clear()
+    refused(NotPermitted, errno.EPERM, ctl.replace_evs, 5,
+            [EvOpEntry(Ev(new.to_bytes(4, "big")), wrong, EvState.GOOD)], match="on port 2")
+    assert nic.ev_writes() == []
+
+
+def test_the_driver_replaces_one_entry_in_place_and_empties_a_table():
+    nic = FakeNic()
+    regs = RegisterClient(nic)
+    regs.run(driver.load_ev_profile(1, [LAYOUT.make(p, s) for s in range(2) for p in range(2)],
+                                    LAYOUT))
+    for index, ev, match in ((1, LAYOUT.make(0, 3), "on plane 0, entry 1 on plane 1"),
+                             (16, LAYOUT.make(0, 3), "entry 16 does not exist"),
+                             (0, 1 << 32, "32-bit"), (0, LAYOUT.make(0, 3), "QP 4")):
+        nic.writes.clear()
+        with pytest.raises(RegisterError, match=match):
+            regs.run(driver.replace_ev(4 if "QP 4" in match else 1, index, ev, LAYOUT))
+        assert nic.ev_writes() == []
+    regs.run(driver.replace_ev(1, 3, LAYOUT.make(1, 3, 0x77), LAYOUT))
+    assert [e[0] for e in nic.tables[1]] == [LAYOUT.make(0, 0), LAYOUT.make(1, 0),
+                                             LAYOUT.make(0, 1), LAYOUT.make(1, 3, 0x77)]
+    regs.run(driver.clear_ev_profile(1))
+    assert nic.tables[1] == [] and nic.ev_writes()[-1] == ("ev.load", LoadOp.CLEAR.value)
+
+
+def test_a_nic_that_refuses_an_access_while_loading_is_eio():
+    nic, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    write, errors = nic.write, regmap.by_name("global.bus_errors").offset
+
+    def refusing(offset, value):         # the bank refuses ev.value, as it does a locked block
+        if _path(offset) == "ev.value":
+            nic.words[errors] += 1
+        else:
+            write(offset, value)
+
+    nic.write = refusing
+    refused(IoError, errno.EIO, ctl.bind_ev_profile, 7, 2, template=ONE_USID,
+            match="refused 8 access")
+    assert ctl.binding(2) is None                    # what the table holds is not known now
+
+
+# -- CC profiles ----------------------------------------------------------------------------
+
+
+def nscc(ctl, pid=3, **cfg):
+    ctl.modify_cc_profile(pid, state=S.OFFLINE, algorithm=NSCC)
+    ctl.modify_cc_profile(pid, state=S.ONLINE, config=NsccConfig(**cfg))
+
+
+def test_a_cc_profile_goes_round_its_state_machine_and_onto_the_nic():
+    nic, ctl = controller()
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_cc_profile, 3, state=S.OFFLINE,
+            match="algorithm must be set first")
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_cc_profile, 3, state=S.OFFLINE,
+            algorithm="dcqcn", match="none of this NIC's")
+    ctl.modify_cc_profile(3, state=S.OFFLINE, algorithm=NSCC)
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_cc_profile, 3, state=S.ONLINE,
+            match="config must be set first")
+    refused(InvalidArgument, errno.EINVAL, ctl.apply_cc_profile, 3, match="OFFLINE")
+    cfg = NsccConfig(target_delay=6000, base_rtt=2000, max_cwnd=300_000, disable_qa=1,
+                     qa_gate=3, qa_threshold=40_000, eta=0.0, fi_scale=0,
+                     adjust_bytes_threshold=0, adjust_period_threshold=0, fi=0)
+    ctl.modify_cc_profile(3, state=S.ONLINE, config=cfg)
+    info = ctl.query_cc_profile(3)
+    assert (info.state, info.algorithm, info.config) == (S.ONLINE, NSCC, cfg)
+    written = ctl.apply_cc_profile(3)
+    # 8000 ns at 250 MHz; the window starts at its largest, as NSCC's does
+    assert written == {"target_rtt": 2000, "cwnd_max": 300_000, "cwnd_init": 300_000,
+                       "fair": 0}
+    regs = {p: nic.word(f"rel.{p}") for p in ("target_rtt", "cwnd_max", "cwnd_init", "cc_fair")}
+    assert regs == {"target_rtt": 2000, "cwnd_max": 300_000, "cwnd_init": 300_000, "cc_fair": 0}
+    # ONLINE, its configuration may change (Feature.CC_PROFILE_MODIFY_ONLINE): to the NIC at once
+    ctl.modify_cc_profile(3, config=NsccConfig(target_delay=4000))
+    assert nic.word("rel.target_rtt") == 1000 and nic.word("rel.cwnd_max") == 300_000
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_cc_profile, 3, algorithm=NSCC,
+            match="algorithm cannot be changed there")
+    refused(TooBig, errno.E2BIG, ctl.modify_cc_profile, 4, state=S.OFFLINE, algorithm=NSCC,
+            match="takes 1 CC profile")
+    ctl.modify_cc_profile(3, state=S.OFFLINE)
+    nic.writes.clear()
+    ctl.modify_cc_profile(3, config=NsccConfig(target_delay=9000))    # applied no longer
+    assert nic.writes == []
+    ctl.modify_cc_profile(3, state=S.INIT)
+    assert ctl.query_cc_profile(3).state is S.INIT
+
+
+def test_the_clock_turns_nanoseconds_into_cycles():
+    nic = FakeNic()
+    ctl = Controller(RegisterClient(nic), clock_hz=156_250_000)       # 6.4 ns a cycle
+    nscc(ctl, target_delay=10_000)
+    assert ctl.apply_cc_profile(3) == {"target_rtt": 1563}             # 1562.5: half rounds up
+    assert nic.word("rel.target_rtt") == 1563
+
+
+@pytest.mark.parametrize("cfg,cls,match", [
+    ({"gamma": 0.8}, NotPermitted, "gamma 0.8: the NIC's decrease is its own"),
+    ({"max_md_jump": 0.5}, NotPermitted, "max_md_jump"),
+    ({"fi": 5.0}, NotPermitted, "fi 5.0: the NIC's fair increase"),
+    ({"eta": 0.15}, NotPermitted, "eta 0.15"),
+    ({"fi_scale": 0.25}, NotPermitted, "no fast increase"),
+    ({"adjust_bytes_threshold": 8192}, NotPermitted, "at once"),
+    ({"adjust_period_threshold": 12_000}, NotPermitted, "at once"),
+    ({"disable_qa": 0}, NotPermitted, "no QuickAdapt"),
+    ({"target_delay": 300_000}, NotPermitted, "75000 cycles"),
+    ({"target_delay": 1}, NotPermitted, "0 cycles"),
+    ({"max_cwnd": 1 << 24}, NotPermitted, "at most 16777215"),
+    ({"max_cwnd": 0}, InvalidArgument, "lets nothing be sent"),
+    ({"base_rtt": 5000}, InvalidArgument, "base_rtt without target_delay"),
+])
+def test_nscc_fields_the_nic_has_no_register_for_are_refused(cfg, cls, match):
+    nic, ctl = controller()
+    ctl.modify_cc_profile(3, state=S.OFFLINE, algorithm=NSCC)
+    refused(cls, cls.errno, ctl.modify_cc_profile, 3, config=NsccConfig(**cfg), match=match)
+    assert ctl.query_cc_profile(3).config is None
+    assert nic.writes == []
+
+
+@pytest.mark.parametrize("cfg", [{"disable_qa": 256}, {"target_delay": -1}, {"gamma": "0.8"},
+                                 {"eta": float("nan")}, {"max_cwnd": 1 << 32}, {"fi": True}])
+def test_an_nscc_config_of_the_wrong_shape_is_einval(cfg):
+    refused(InvalidArgument, errno.EINVAL, NsccConfig, **cfg)
+
+
+def test_a_cc_profile_needs_an_nscc_config():
+    _, ctl = controller()
+    ctl.modify_cc_profile(3, state=S.OFFLINE, algorithm=NSCC)
+    refused(InvalidArgument, errno.EINVAL, ctl.modify_cc_profile, 3, config={"gamma": 1},
+            match="NsccConfig")
+
+
+# -- a NIC of mrcnic sim serve ----------------------------------------------------------------
+
+
+def test_a_generated_srv6_profile_loads_into_a_qp_of_a_simulated_nic(served):
+    with Device(served.urls[0]) as dev:
+        ctl = Controller(dev.regs)
+        # QP 2 carries no traffic there (probes go to it): set it up with a template of its own
+        dev.regs.run(driver.write_template(2, ONE_USID))
+        dev.regs.run(driver.configure_qp(2, driver.QpConfig(
+            dqp=9, dst_mac="02:00:00:00:00:02", dst_ip="fd00::2", template=2,
+            mode=SrMode.USID, state=QpState.RESET)))
+        srv6_format(ctl)
+        generated(ctl)
+        b = ctl.bind_ev_profile(7, 2, template=ONE_USID)
+        states = dev.regs.run(driver.ev_states(2))
+        assert states == [EvState.GOOD] * 8 + [EvState.ASSUMED_BAD] * 8   # 8 entries loaded
+        # the NIC cannot read its table back; ev.value holds what went into the last entry
+        assert dev.read("ev.value") == b.nic_evs[b.entries.index(7)] and dev.read("ev.qp") == 2
+        array = ctl.query_ev_array(7)
+        assert [e.state for e in array] == [EvState.GOOD] * 8
+        assert sorted(b.entries) == list(range(8))
+        for e, nic_ev, entry in zip(array, b.nic_evs, b.entries, strict=True):
+            assert ONE_USID.route(nic_ev, LAYOUT).dst == int.from_bytes(
+                e.expansion.ljust(16, b"\0"), "big")
+            assert e.ev.port == entry % 2 + 1
+
+        # an EV's state changes on the NIC, and reads back from it
+        ev = array[6].ev
+        ctl.modify_ev_states(7, [EvOpEntry(ev, state=EvState.DENIED)])
+        assert dev.regs.run(driver.ev_states(2))[b.entries[6]] is EvState.DENIED
+        assert ctl.query_ev_states(7, [ev])[0].state is EvState.DENIED
+        ctl.modify_ev_states(7, [EvOpEntry(ev, state=EvState.GOOD)])
+        assert dev.regs.run(driver.ev_states(2))[b.entries[6]] is EvState.GOOD
+
+        ctl.unbind_ev_profile(2)
+        assert dev.regs.run(driver.ev_states(2)) == [EvState.ASSUMED_BAD] * 16
+
+
+def test_a_cc_profile_lands_in_the_rel_registers_of_a_simulated_nic(served):
+    names = ("target_rtt", "cwnd_init", "cwnd_max", "cc_fair")
+    with Device(served.urls[1]) as dev:
+        saved = {n: dev.read(f"rel.{n}") for n in names}
+        refusals = dev.read("global.bus_errors")
+        ctl = Controller(dev.regs)
+        nscc(ctl, target_delay=5000, base_rtt=3000, max_cwnd=123_456, fi=0, disable_qa=1)
+        try:
+            written = ctl.apply_cc_profile(3)
+            got = {n: dev.read(f"rel.{n}") for n in names}
+        finally:
+            dev.regs.run(driver.set_congestion(target_rtt=saved["target_rtt"],
+                                               cwnd_init=saved["cwnd_init"],
+                                               cwnd_max=saved["cwnd_max"], fair=saved["cc_fair"]))
+        assert written == {"target_rtt": 2000, "cwnd_max": 123_456, "cwnd_init": 123_456,
+                           "fair": 0}
+        assert got == {"target_rtt": 2000, "cwnd_init": 123_456, "cwnd_max": 123_456,
+                       "cc_fair": 0}
+        assert dev.read("global.bus_errors") == refusals               # the NIC took every write
