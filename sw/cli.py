@@ -168,6 +168,47 @@ def _cmd_ev_show(args) -> int:
     return 0
 
 
+def _ports(args, dev) -> list[int]:
+    """The ports a verb looks at, 1-based as the OCP API numbers them (port N is plane N - 1):
+    the one given, if the NIC has it, else all."""
+    count = dev.info["planes"]
+    if args.port is None:
+        return list(range(1, count + 1))
+    if not 1 <= args.port <= count:
+        raise _Refused(f"port {args.port} does not exist: this NIC has ports 1 .. {count} "
+                       "(one a plane, global.planes)")
+    return [args.port]
+
+
+def _cmd_port_show(args) -> int:
+    from . import driver
+    with _device(args) as dev:
+        wanted = _ports(args, dev)
+        states = _nic_call(dev.regs.run, driver.ports())
+    rows = [{"port": n, "plane": n - 1, "admin": "up" if st["admin"] else "down",
+             "state": "up" if st["up"] else "down", "frames": st["frames"],
+             "bytes": st["bytes"]} for n, st in enumerate(states, 1) if n in wanted]
+    if args.json:
+        _print_json(args, rows)
+        return 0
+    _print_table([[str(r[k]) for k in r] for r in rows], header=list(rows[0]),
+                 right=(0, 1, 4, 5))
+    return 0
+
+
+def _cmd_port_set(args) -> int:
+    from . import driver
+    with _device(args) as dev:
+        (port,) = _ports(args, dev)
+        _nic_call(dev.regs.run, driver.set_port_admin(port - 1, args.admin == "up"),
+                  what="net.port_admin")
+        state = _nic_call(dev.regs.run, driver.ports())[port - 1]
+    if args.json:
+        _print_json(args, {"port": port, "admin": args.admin,
+                           "state": "up" if state["up"] else "down"})
+    return 0
+
+
 def _cmd_stats(args) -> int:
     from . import driver
 
@@ -665,6 +706,36 @@ def _add_qp(sub) -> None:
     p.set_defaults(func=_cmd_qp_show)
 
 
+def _port_number(text: str) -> int:
+    n = _number(text, "port")
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"port {text!r}: ports are numbered from 1")
+    return n
+
+
+def _add_port(sub) -> None:
+    port = sub.add_parser("port", help="the NIC's ports, one a plane")
+    verbs = port.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = _verb_parser(
+        verbs, "show", target=True, help="each port's administrative and actual state",
+        description="Per port (numbered from 1, as the OCP API numbers them: port N is plane "
+                    "N - 1): admin, whether management lets it up (net.port_admin); state, "
+                    "whether it is up (its link too: net.port_up); and the frames and bytes "
+                    "sent on it (tx.frames_p*, tx.bytes_p*).")
+    p.add_argument("port", nargs="?", metavar="PORT", type=_port_number,
+                   help="the port (1 .. global.planes); none: every port")
+    p.set_defaults(func=_cmd_port_show)
+    p = _verb_parser(
+        verbs, "set", target=True, help="hold a port down, or let it up",
+        description="admin down holds the port down as if its link had failed: the NIC sends "
+                    "nothing on it, discards what arrives on it (net.disabled_drops), and its "
+                    "peers hear it is down; admin up lets it up again (net.port_admin).")
+    p.add_argument("port", metavar="PORT", type=_port_number, help="the port (1 .. global.planes)")
+    p.add_argument("what", choices=["admin"], help="what to set")
+    p.add_argument("admin", choices=["up", "down"], metavar="up|down")
+    p.set_defaults(func=_cmd_port_set)
+
+
 def _add_stats(sub) -> None:
     p = _verb_parser(
         sub, "stats", target=True, help="every counter of the NIC; -w: what moves, and how fast",
@@ -722,7 +793,8 @@ def _add_ev(sub) -> None:
 
 
 #: One function per object: each adds its parser and verbs.
-_OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim, _add_qp, _add_stats)
+_OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim, _add_qp, _add_port,
+            _add_stats)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -449,19 +449,22 @@ class Controller:
         return port
 
     def query_port(self, port: int) -> PortAdminState:
-        """A port's administrative state: ENABLED, as the NIC has no state that disables one."""
+        """A port's administrative state (net.port_admin). A port DISABLED is down: it sends
+        and takes nothing, and the peers hear it is down; :meth:`port_up` says whether one is up."""
         self._port(port)
-        return PortAdminState.ENABLED
+        admin = self._run(driver.ports())[port - 1]["admin"]
+        return PortAdminState.ENABLED if admin else PortAdminState.DISABLED
+
+    def port_up(self, port: int) -> bool:
+        """Whether a port is up: ENABLED and its link up (net.port_up)."""
+        self._port(port)
+        return self._run(driver.ports())[port - 1]["up"]
 
     def modify_port(self, port: int, state: PortAdminState) -> None:
         self._port(port)
-        if state is PortAdminState.ENABLED:
-            return
         if not isinstance(state, PortAdminState):
             raise InvalidArgument(f"a port's state is a PortAdminState, not {state!r}")
-        raise NotPermitted(f"port {port} cannot be disabled: the NIC has no administrative "
-                           "state (tx.plane_enable only stops it sending there; it still "
-                           "receives and tells its peers the port is up)")
+        self._run(driver.set_port_admin(port - 1, state is PortAdminState.ENABLED))
 
     # -- state machines --------------------------------------------------------------------
 

@@ -39,8 +39,9 @@ from .wire import PROBE_DQP
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_addresses",
            "write_template", "configure_qp", "load_ev_profile", "replace_ev", "clear_ev_profile",
            "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy", "set_reliability",
-           "set_port_rate", "rel_counters", "ev_states", "set_congestion", "congestion",
-           "mac_int", "ip_int", "mac_text", "staged_qp", "keeping", "COUNTERS", "counters"]
+           "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
+           "set_congestion", "congestion", "mac_int", "ip_int", "mac_text", "staged_qp",
+           "keeping", "COUNTERS", "counters"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -165,6 +166,33 @@ def set_port_rate(gbps: float, clock_mhz: float = 250.0, limit: int | None = Non
     yield from write("tx.port_rate", rate)
     if limit is not None:
         yield from write("tx.port_limit", limit)
+
+
+@_refusals_checked
+def set_port_admin(plane: int, up: bool) -> Program:
+    """Holds port ``plane`` down (``up`` False: nothing sent or taken there, and the peers hear
+    it is down) or lets it up again (net.port_admin)."""
+    planes = yield from read("global.planes")
+    if not isinstance(plane, int) or isinstance(plane, bool) or not 0 <= plane < planes:
+        raise RegisterError(f"port {plane!r} does not exist: this NIC has ports 0 .. "
+                            f"{planes - 1} (global.planes)")
+    admin = yield from read("net.port_admin")
+    yield from write("net.port_admin", admin | 1 << plane if up else admin & ~(1 << plane))
+
+
+def ports() -> Program:
+    """Each port's state, port 0 first: ``{"admin": bool, "up": bool, "frames": n,
+    "bytes": n}``: held up by management (net.port_admin), up (its link too: net.port_up), and
+    what it has sent."""
+    planes = yield from read("global.planes")
+    admin = yield from read("net.port_admin")
+    up = yield from read("net.port_up")
+    out = []
+    for p in range(planes):
+        out.append({"admin": bool(admin >> p & 1), "up": bool(up >> p & 1),
+                    "frames": (yield from read(f"tx.frames_p{p}")),
+                    "bytes": (yield from read(f"tx.bytes_p{p}"))})
+    return out
 
 
 @_refusals_checked
@@ -485,12 +513,12 @@ def tx_counters() -> Program:
 
 #: Every counter register (RO, counting events since reset), in register-map order. The other
 #: RO registers are not counts: parser.last_error is a reason code, ev.state one EV's state
-#: (:func:`ev_states`), and rel.cwnd, rel.inflight, rel.rtt and rel.srtt one QP's
-#: (:func:`congestion`).
+#: (:func:`ev_states`), net.port_up the ports' (:func:`ports`), and rel.cwnd, rel.inflight,
+#: rel.rtt and rel.srtt one QP's (:func:`congestion`).
 COUNTERS: tuple[str, ...] = tuple(
     r.path for r in REGISTERS if r.path in {
         BUS_ERRORS, "icrc.frames", "icrc.bad", "parser.frames", "parser.errors",
-        "tx.requests", "tx.ev_refused", "tx.ev_replaced", "rx.frames",
+        "tx.requests", "tx.ev_refused", "tx.ev_replaced", "rx.frames", "net.disabled_drops",
         *(f"tx.err_{why}" for why in TX_ERROR_REASONS),
         *(f"tx.{what}_p{p}" for what in ("frames", "bytes") for p in range(MAX_PLANES)),
         *(f"rx.drop_{name}" for name in RX_FRONT_DROPS),

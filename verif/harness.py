@@ -351,6 +351,11 @@ def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "r
     plusargs = [f"+verilator+coverage+file+{run_dir / 'coverage.dat'}"] if b.coverage else []
     log = run_dir / "sim.log"
     results = run_dir / "results.xml"
+
+    def tail():
+        text = log.read_text(errors="replace") if log.exists() else "(no simulation log)"
+        return "\n".join(text.splitlines()[-80:])
+
     try:
         runner.test(test_module=test_module, hdl_toplevel=b.toplevel, hdl_toplevel_lang="verilog",
                     build_dir=b.directory / "obj", test_dir=run_dir, results_xml=str(results),
@@ -358,10 +363,9 @@ def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "r
                     test_filter=test_filter, seed=seed, log_file=log, plusargs=plusargs)
     except SystemExit:   # cocotb's runner exits when a test failed; the results say which
         pass
-
-    def tail():
-        text = log.read_text(errors="replace") if log.exists() else "(no simulation log)"
-        return "\n".join(text.splitlines()[-80:])
+    except RuntimeError as e:   # the simulator itself died (a signal): a failed run, told so
+        raise SimulationFailed(f"{test_module} on {b.name}: the simulator died ({e}):\n"
+                               f"{tail()}") from None
 
     try:
         total, failed = get_results(results)

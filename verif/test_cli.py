@@ -57,7 +57,7 @@ def test_decode_errors_are_one_line(tmp_path):
     assert r.returncode == 2 and "not positive" in r.stderr
     r = mrcnic("frobnicate")
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
-    assert ("invalid choice: 'frobnicate' (choose from 'regs', 'decode', 'ev', 'dev', 'sim', 'qp', "
+    assert ("invalid choice: 'frobnicate' (choose from 'regs', 'decode', 'ev', 'dev', 'sim', 'qp', 'port', "
             "'stats')") in r.stderr
     r = mrcnic("-j", "decode", str(notpcap))
     assert r.returncode == 2 and r.stderr.strip().startswith("mrcnic: decode has no JSON output")

@@ -1,4 +1,4 @@
-"""``mrcnic qp show``, ``ev show`` and ``stats``, run as a user runs them against a NIC of
+"""``mrcnic qp show``, ``ev show``, ``port show|set`` and ``stats``, run as a user runs them against a NIC of
 ``mrcnic sim serve``: what they print is what the NIC's registers say, a look leaves every
 register as it was, ``stats -w`` reports what moves until Ctrl-C, and every bad argument or
 unreachable target is one line and exit status 2 with nothing written."""
@@ -19,7 +19,8 @@ from mrcnic.target import Device
 from mrcnic.verif.cli_helpers import mrcnic
 
 #: RO registers that are not counts (what each is: driver.COUNTERS)
-NOT_COUNTERS = {"parser.last_error", "ev.state", "rel.cwnd", "rel.inflight", "rel.rtt", "rel.srtt"}
+NOT_COUNTERS = {"parser.last_error", "ev.state", "net.port_up", "rel.cwnd", "rel.inflight",
+                "rel.rtt", "rel.srtt"}
 
 
 def test_every_ro_register_is_a_counter_or_named_as_not_one():
@@ -99,6 +100,27 @@ def test_ev_show_lists_each_entry_with_its_state(served):
                      for q in states for i, s in enumerate(states[q])]
     # QP 2 was never given a profile: every entry lies past its end
     assert set(states[2]) == {EvState.ASSUMED_BAD}
+
+
+def test_port_show_and_set_admin(served):
+    url = served.urls[1]
+    r = mrcnic("--target", url, "port", "show")
+    assert r.returncode == 0 and r.stderr == "", r
+    lines = [line.split() for line in r.stdout.splitlines()]
+    assert lines[0] == ["port", "plane", "admin", "state", "frames", "bytes"]
+    assert [row[:4] for row in lines[1:]] == [["1", "0", "up", "up"], ["2", "1", "up", "up"]]
+    try:
+        r = mrcnic("--target", url, "port", "set", "2", "admin", "down")
+        assert r.returncode == 0 and r.stdout == r.stderr == "", r
+        with Device(url) as dev:
+            assert dev.read("net.port_admin") & 0b11 == 0b01
+            assert dev.read("net.port_up") & 0b11 == 0b01
+        shown = json.loads(mrcnic("-j", "port", "show", "2", "--target", url).stdout)
+        assert [{k: v for k, v in row.items() if k not in ("frames", "bytes")}
+                for row in shown] == [{"port": 2, "plane": 1, "admin": "down", "state": "down"}]
+    finally:
+        r = mrcnic("--target", url, "-j", "port", "set", "2", "admin", "up")
+    assert json.loads(r.stdout) == {"port": 2, "admin": "up", "state": "up"}
 
 
 def test_stats_lists_every_counter(served):
@@ -193,6 +215,11 @@ def test_bad_arguments_are_one_line_and_write_nothing(served):
         (["stats", "-w", "-2"], "argument -w/--watch: '-2' is not"),
         (["stats", "-w", "inf"], "argument -w/--watch: 'inf' is not"),
         (["stats", "-w"], "argument -w/--watch: expected one argument"),
+        (["port", "show", "3"], "port 3 does not exist: this NIC has ports 1 .. 2"),
+        (["port", "set", "3", "admin", "down"], "port 3 does not exist"),
+        (["port", "set", "0", "admin", "down"], "ports are numbered from 1"),
+        (["port", "set", "1", "admin", "sideways"], "invalid choice: 'sideways'"),
+        (["port", "set", "1", "speed", "up"], "invalid choice: 'speed'"),
     ]
     with Device(url) as dev:
         before = dev.regs.dump()

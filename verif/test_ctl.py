@@ -200,12 +200,18 @@ def test_query_device_says_what_the_registers_say():
     assert (one.ev_max_width, one.ev_count_align) == (128, 1)          # one carrier at most
 
 
-def test_ports_are_always_enabled_and_cannot_be_disabled():
-    _, ctl = controller()
+def test_a_port_is_disabled_and_enabled_in_net_port_admin():
+    nic, ctl = controller()
+    admin = regmap.by_name("net.port_admin").offset
     assert ctl.query_port(1) is ctl.query_port(2) is PortAdminState.ENABLED
+    ctl.modify_port(2, PortAdminState.DISABLED)
+    assert nic.words[admin] == 0xFF & ~0b10                            # port 2 is plane 1
+    assert (ctl.query_port(1), ctl.query_port(2)) == (PortAdminState.ENABLED,
+                                                      PortAdminState.DISABLED)
     ctl.modify_port(2, PortAdminState.ENABLED)
-    refused(NotPermitted, errno.EPERM, ctl.modify_port, 1, PortAdminState.DISABLED,
-            match="no administrative state")
+    assert nic.words[admin] == 0xFF
+    nic.words[regmap.by_name("net.port_up").offset] = 0b10              # plane 0's link down
+    assert (ctl.port_up(1), ctl.port_up(2)) == (False, True)
     refused(InvalidArgument, errno.EINVAL, ctl.query_port, 3, match="ports 1 .. 2")
     refused(InvalidArgument, errno.EINVAL, ctl.query_port, 0)
     refused(InvalidArgument, errno.EINVAL, ctl.modify_port, 1, "off")
@@ -836,6 +842,19 @@ def test_a_generated_srv6_profile_loads_into_a_qp_of_a_simulated_nic(served):
 
         ctl.unbind_ev_profile(2)
         assert dev.regs.run(driver.ev_states(2)) == [EvState.ASSUMED_BAD] * 16
+
+
+def test_a_port_disabled_on_a_simulated_nic_is_down(served):
+    with Device(served.urls[1]) as dev:
+        ctl = Controller(dev.regs)
+        assert ctl.port_up(2) and ctl.query_port(2) is PortAdminState.ENABLED
+        ctl.modify_port(2, PortAdminState.DISABLED)
+        try:
+            assert not ctl.port_up(2) and ctl.query_port(2) is PortAdminState.DISABLED
+            assert ctl.port_up(1), "holding port 2 down took port 1 with it"
+        finally:
+            ctl.modify_port(2, PortAdminState.ENABLED)
+        assert ctl.port_up(2)
 
 
 def test_a_cc_profile_lands_in_the_rel_registers_of_a_simulated_nic(served):
