@@ -115,15 +115,20 @@ def _print_table(rows, header=None, right=()) -> None:
                         for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip())
 
 
+def _chosen(given, first: int, count: int, what: str, has: str) -> list[int]:
+    """The objects a verb looks at, numbered from ``first``: the one given, if the NIC has it
+    (``has`` says what it has), else all ``count``."""
+    if given is None:
+        return list(range(first, first + count))
+    if not first <= given < first + count:
+        raise _Refused(f"{what} {given} does not exist: this NIC has {has}")
+    return [given]
+
+
 def _qps(args, dev) -> list[int]:
     """The QPs a verb looks at: the one given, if the NIC has it (global.qps), else all."""
     count = dev.info["qps"]
-    if args.qp is None:
-        return list(range(count))
-    if args.qp >= count:
-        raise _Refused(f"QP {args.qp} does not exist: this NIC has {count} QPs, 0 .. {count - 1} "
-                       "(global.qps)")
-    return [args.qp]
+    return _chosen(args.qp, 0, count, "QP", f"{count} QPs, 0 .. {count - 1} (global.qps)")
 
 
 def _cmd_qp_show(args) -> int:
@@ -172,12 +177,8 @@ def _ports(args, dev) -> list[int]:
     """The ports a verb looks at, 1-based as the OCP API numbers them (port N is plane N - 1):
     the one given, if the NIC has it, else all."""
     count = dev.info["planes"]
-    if args.port is None:
-        return list(range(1, count + 1))
-    if not 1 <= args.port <= count:
-        raise _Refused(f"port {args.port} does not exist: this NIC has ports 1 .. {count} "
-                       "(one a plane, global.planes)")
-    return [args.port]
+    return _chosen(args.port, 1, count, "port",
+                   f"ports 1 .. {count} (one a plane, global.planes)")
 
 
 def _cmd_port_show(args) -> int:
