@@ -173,6 +173,33 @@ def _cmd_ev_show(args) -> int:
     return 0
 
 
+def _cmd_ev_state(args) -> int:
+    """ev deny / ev allow: one entry of a QP's profile DENIED, or GOOD again."""
+    from . import driver, enums, regclient
+    state = enums.EvState.DENIED if args.verb == "deny" else enums.EvState.GOOD
+    with _device(args) as dev:
+        (q,) = _qps(args, dev)
+        evs = dev.info["evs"]
+        if args.index >= evs:
+            raise _Refused(f"entry {args.index} does not exist: a profile of this NIC has "
+                           f"entries 0 .. {evs - 1} (global.evs)")
+        try:
+            # keeping: ev.qp and ev.index stage the command; they are left as they were
+            _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
+                                                   driver.set_ev_state(q, args.index, state)),
+                      what=f"QP {q} entry {args.index} {state.name}")
+            now = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
+                                                         driver.ev_states(q)))[args.index]
+        except regclient.RegisterError as e:
+            raise _Refused(f"the NIC refused it: {e}", 1) from None
+    if now is not state:
+        raise _Refused(f"QP {q} entry {args.index} is {now.name}, not {state.name}: the NIC "
+                       "did not take the change (tx.ev_refused counts why)", 1)
+    if args.json:
+        _print_json(args, {"qp": q, "index": args.index, "state": now.name})
+    return 0
+
+
 def _ports(args, dev) -> list[int]:
     """The ports a verb looks at, 1-based as the OCP API numbers them (port N is plane N - 1):
     the one given, if the NIC has it, else all."""
@@ -768,6 +795,19 @@ def _add_ev(sub) -> None:
                     "ev.load).")
     _qp_argument(p, "the QP whose profile to show")
     p.set_defaults(func=_cmd_ev_show)
+    for verb, what in (("deny", "DENIED: never sprayed on, nor probed, nor retired or "
+                                "brought back by the NIC, until allowed"),
+                       ("allow", "GOOD again, whatever it was (only this lifts DENIED)")):
+        p = _verb_parser(
+            verbs, verb, target=True, help=f"make one entry of a QP's EV profile {what.split(':')[0]}",
+            description=f"Entry INDEX of QP QP's EV profile becomes {what} (ev.set_state, "
+                        "through ev.qp and ev.index, which are left as they were). The state is "
+                        "read back; a change the NIC did not take is exit status 1.")
+        p.add_argument("qp", metavar="QP", type=lambda t: _number(t, "QP"),
+                       help="the QP (decimal or 0x-hex, below global.qps)")
+        p.add_argument("index", metavar="INDEX", type=lambda t: _number(t, "entry"),
+                       help="the profile entry (below global.evs)")
+        p.set_defaults(func=_cmd_ev_state)
     rules = "\n".join(f"  {r.errno_name:<6} {r.name:<11} {r.text} ({r.source})"
                       for r in ev_expand.Rule)
     p = _verb_parser(

@@ -1,7 +1,8 @@
-"""``mrcnic qp show``, ``ev show``, ``port show|set`` and ``stats``, run as a user runs them against a NIC of
-``mrcnic sim serve``: what they print is what the NIC's registers say, a look leaves every
-register as it was, ``stats -w`` reports what moves until Ctrl-C, and every bad argument or
-unreachable target is one line and exit status 2 with nothing written."""
+"""``mrcnic qp show``, ``ev show|deny|allow``, ``port show|set`` and ``stats``, run as a user
+runs them against a NIC of ``mrcnic sim serve``: what they print is what the NIC's registers
+say, a look leaves every register as it was, a change is read back, ``stats -w`` reports what
+moves until Ctrl-C, and every bad argument or unreachable target is one line and exit status 2
+with nothing written."""
 
 import ipaddress
 import json
@@ -123,6 +124,27 @@ def test_port_show_and_set_admin(served):
     assert json.loads(r.stdout) == {"port": 2, "admin": "up", "state": "up"}
 
 
+def test_ev_deny_and_allow_one_entry(served):
+    url = served.urls[0]
+    with Device(url) as dev:
+        dev.write("ev.qp", 3)
+        dev.write("ev.index", 9)
+        r = mrcnic("--target", url, "ev", "deny", "0", "5")
+        assert r.returncode == 0 and r.stdout == r.stderr == "", r
+        assert dev.regs.run(driver.ev_states(0))[5] is EvState.DENIED
+        dev.write("ev.qp", 3)
+        dev.write("ev.index", 9)
+        r = mrcnic("--target", url, "-j", "ev", "allow", "0", "5")
+        assert json.loads(r.stdout) == {"qp": 0, "index": 5, "state": "GOOD"}
+        assert (dev.read("ev.qp"), dev.read("ev.index")) == (3, 9)      # left as they were
+        assert dev.regs.run(driver.ev_states(0))[5] is EvState.GOOD
+        # QP 2 has no profile: the NIC refuses the change, and says so
+        refused = dev.read("tx.ev_refused")
+        r = mrcnic("--target", url, "ev", "deny", "2", "0")
+        assert r.returncode == 1 and "QP 2 entry 0 is ASSUMED_BAD, not DENIED" in r.stderr, r
+        assert dev.read("tx.ev_refused") == refused + 1
+
+
 def test_stats_lists_every_counter(served):
     url = served.urls[1]
     r = mrcnic("--target", url, "stats")
@@ -216,6 +238,11 @@ def test_bad_arguments_are_one_line_and_write_nothing(served):
         (["stats", "-w", "inf"], "argument -w/--watch: 'inf' is not"),
         (["stats", "-w"], "argument -w/--watch: expected one argument"),
         (["port", "show", "3"], "port 3 does not exist: this NIC has ports 1 .. 2"),
+        (["ev", "deny", "4", "0"], "QP 4 does not exist: this NIC has 4 QPs"),
+        (["ev", "allow", "0", "16"], "entry 16 does not exist: a profile of this NIC has "
+                                     "entries 0 .. 15"),
+        (["ev", "deny", "0"], "the following arguments are required: INDEX"),
+        (["ev", "allow", "x", "1"], "argument QP: QP 'x' is not a number"),
         (["port", "set", "3", "admin", "down"], "port 3 does not exist"),
         (["port", "set", "0", "admin", "down"], "ports are numbered from 1"),
         (["port", "set", "1", "admin", "sideways"], "invalid choice: 'sideways'"),
