@@ -230,10 +230,9 @@ def _cmd_port_set(args) -> int:
         (port,) = _ports(args, dev)
         _nic_call(dev.regs.run, driver.set_port_admin(port - 1, args.admin == "up"),
                   what="net.port_admin")
-        state = _nic_call(dev.regs.run, driver.ports())[port - 1]
+        up = _nic_call(dev.read, "net.port_up") >> (port - 1) & 1
     if args.json:
-        _print_json(args, {"port": port, "admin": args.admin,
-                           "state": "up" if state["up"] else "down"})
+        _print_json(args, {"port": port, "admin": args.admin, "state": "up" if up else "down"})
     return 0
 
 

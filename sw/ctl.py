@@ -54,7 +54,7 @@ from .enums import EvState, SrMode
 from .ev_expand import MAX_EV_BYTES, EvField, EvProfile, FormatMode, FormatProfile
 from .evmap import EvLayout, Route, UsidTemplate, format_addr
 from .mgmt import MgmtError
-from .regclient import Program, RegisterClient, RegisterError
+from .regclient import Program, RegisterClient, RegisterError, read
 
 __all__ = ["API_VERSION", "PROTOCOL_VERSIONS", "NSCC", "DEFAULT_CLOCK_HZ", "ProfileState",
            "EvMode", "Feature", "PortAdminState", "Ev", "UNPOPULATED", "EvOpEntry", "DeviceAttr",
@@ -452,13 +452,13 @@ class Controller:
         """A port's administrative state (net.port_admin). A port DISABLED is down: it sends
         and takes nothing, and the peers hear it is down; :meth:`port_up` says whether one is up."""
         self._port(port)
-        admin = self._run(driver.ports())[port - 1]["admin"]
+        admin = self._run(read("net.port_admin")) >> (port - 1) & 1
         return PortAdminState.ENABLED if admin else PortAdminState.DISABLED
 
     def port_up(self, port: int) -> bool:
         """Whether a port is up: ENABLED and its link up (net.port_up)."""
         self._port(port)
-        return self._run(driver.ports())[port - 1]["up"]
+        return bool(self._run(read("net.port_up")) >> (port - 1) & 1)
 
     def modify_port(self, port: int, state: PortAdminState) -> None:
         self._port(port)
