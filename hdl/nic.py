@@ -6,9 +6,12 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
 
+from .completion_queue import CompletionQueue
 from .csr_bus import CSRBus
 from .ev_prober import EvProber
 from .host_memory import MemReadPort, MemWritePort
+from .memory_share import MemoryShare
+from .memory_window import MemoryWindow
 from .plane_demux import plane_members
 from .port_gate import PortGate
 from .port_status import PortStatusReporter
@@ -57,13 +60,16 @@ class Nic(wiring.Component):
         :class:`TxPipeline`.
     window, messages, max_frame, rx_timeout, max_segments : as :class:`RxPipeline` (its
         ``timeout`` is ``rx_timeout``); ``window`` is the send window too.
+    cq_depth : entries of the register completion queue (cq.*).
 
     Attributes
     ----------
     bus : In(CSRBus())
-    wr : In(work requests);  mem : Out(MemReadPort(width))
+    wr : In(work requests), beside those posted through wq.post;  mem : Out(MemReadPort(width)),
+        shared by the TX side and the memory window (mem.*), as is ``rx_mem``
     cpl : Out(completions): OK once a request's last packet is acknowledged (or, with rel.mode
-        OFF, sent), or the error that stopped it.
+        OFF, sent), or the error that stopped it; unless cq.route sends them to the register
+        completion queue (cq.*), as it may ``rx_cpl``.
     port_ready : In(planes), each plane's port has its link (net.port_admin may hold one down)
     plane0 .. plane<N-1> : Out(PacketStream(width))
     rx_plane0 .. rx_plane<N-1> : In(PacketStream(width)), what each port receives
@@ -73,7 +79,7 @@ class Nic(wiring.Component):
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
                  backups=4, prefetch=2, window=256, messages=512, max_frame=9600,
-                 rx_timeout=1024, max_segments=4):
+                 rx_timeout=1024, max_segments=4, cq_depth=64):
         if not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")
         if max_usids > by_name("tpl.count").max_value:
@@ -94,11 +100,14 @@ class Nic(wiring.Component):
         self._rel = RetransmitTracker(qps, evs, planes, window, spines)
         self._prober = EvProber(qps, evs)
         self._status = PortStatusReporter(qps, planes)
+        self._cq = CompletionQueue(qps, cq_depth)
+        self._window = MemoryWindow(width)
+        self._share = MemoryShare(width)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
                        "global.max_usids": max_usids, "global.spines": spines,
-                       "global.spares": backups},
+                       "global.spares": backups, "cq.depth": cq_depth},
             limits={"qp.write": qps - 1, "ev.qp": qps - 1, "rel.view_qp": qps - 1,
                     "ev.index": evs - 1, "tpl.write": templates - 1, "qp.template": templates - 1,
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1})
@@ -136,17 +145,48 @@ class Nic(wiring.Component):
         # global.control bit 0 gates the work requests; the addresses are taken up only while
         # it is clear, so a packet never carries half of an old and half of a new one.
         enabled = bank.global_control[0]
-        m.d.comb += [tx.wr.payload.eq(self.wr.payload), tx.wr.valid.eq(self.wr.valid & enabled),
-                     self.wr.ready.eq(tx.wr.ready & enabled)]
+        # Work requests: the host's stream, and the one wq.post stages in registers.
+        m.submodules.wr_merge = wrs = RecordMerge(self.wr.payload.shape(), 2)
+        wiring.connect(m, flip(self.wr), wrs.i0)
+        posted = wrs.i1.payload
+        for name, _ in posted.shape():
+            if name != "wr_id":
+                m.d.comb += getattr(posted, name).eq(getattr(bank, f"wq_{name}"))
+        m.d.comb += [posted.wr_id.eq(bank.wq_post.payload), wrs.i1.valid.eq(bank.wq_post.valid),
+                     bank.wq_post.ready.eq(wrs.i1.ready)]
+        with m.If(bank.wq_post.valid & bank.wq_post.ready):
+            m.d.sync += bank.wq_posted.eq(bank.wq_posted + 1)
+        m.d.comb += [tx.wr.payload.eq(wrs.o.payload), tx.wr.valid.eq(wrs.o.valid & enabled),
+                     wrs.o.ready.eq(tx.wr.ready & enabled)]
         src_mac, src_ip = Signal(48), Signal(128)
         with m.If(~enabled):
             m.d.sync += [src_mac.eq(bank.tx_src_mac), src_ip.eq(bank.tx_src_ip)]
-        # Completions: the tracker's (OK) and the TX side's errors share one stream.
+        # Completions: the tracker's (OK) and the TX side's errors share one stream; it and the
+        # receive side's go out, or to the register completion queue.
         m.submodules.cpl_merge = cpls = RecordMerge(self.cpl.payload.shape(), 2)
+        m.submodules.cq = cq = self._cq
         wiring.connect(m, rel.cpl, cpls.i0)
         wiring.connect(m, tx.cpl, cpls.i1)
-        wiring.connect(m, cpls.o, flip(self.cpl))
-        wiring.connect(m, tx.mem, flip(self.mem))
+        wiring.connect(m, cpls.o, cq.send)
+        wiring.connect(m, cq.send_out, flip(self.cpl))
+        wiring.connect(m, rx.cpl, cq.recv)
+        wiring.connect(m, cq.recv_out, flip(self.rx_cpl))
+        m.d.comb += [cq.route.eq(bank.cq_route), bank.cq_count.eq(cq.count),
+                     bank.cq_entry.eq(cq.entry), bank.cq_overflows.eq(cq.overflows)]
+        wiring.connect(m, bank.cq_pop, cq.pop)
+        # The memory ports: the datapath's, and the register window's (mem.*).
+        m.submodules.window = window = self._window
+        m.submodules.share = share = self._share
+        m.d.comb += [window.addr.eq(bank.mem_addr), window.length.eq(bank.mem_length),
+                     window.wdata.eq(bank.mem_wdata), bank.mem_rdata.eq(window.rdata),
+                     bank.mem_error.eq(window.error), bank.mem_errors.eq(window.errors)]
+        wiring.connect(m, bank.mem_access, window.access)
+        wiring.connect(m, tx.mem, share.rd0)
+        wiring.connect(m, window.rd, share.rd1)
+        wiring.connect(m, share.rd, flip(self.mem))
+        wiring.connect(m, rx.mem, share.wr0)
+        wiring.connect(m, window.wr, share.wr1)
+        wiring.connect(m, share.wr, flip(self.rx_mem))
         for p in range(planes):
             wiring.connect(m, getattr(tx, f"plane{p}"), flip(getattr(self, f"plane{p}")))
         m.d.comb += [
@@ -187,8 +227,6 @@ class Nic(wiring.Component):
             m.d.comb += gate.enable.eq(bank.net_port_admin[p])
             drops.append(gate.dropped)
         m.d.comb += bank.net_disabled_drops.eq(sum(drops))
-        wiring.connect(m, rx.mem, flip(self.rx_mem))
-        wiring.connect(m, rx.cpl, flip(self.rx_cpl))
         # The receive side's acknowledgements, the prober's probes and the port status leave
         # through the TX side's acknowledgement path.
         wiring.connect(m, rx.ack, tx.ack)

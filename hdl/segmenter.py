@@ -1,11 +1,12 @@
 """Segmenter: cuts each write request into MTU-sized packets with their PSNs and opcodes."""
 
 from amaranth import Array, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
+from mrcnic.enums import WrOpcode, WrStatus
 
 from .bits import first_from
 from .qp_context import READ_PORTS, QpContext, QpState, context_write_layout, static_layout
@@ -15,21 +16,6 @@ __all__ = ["WrOpcode", "WrStatus", "work_request_layout", "packet_descriptor_lay
 
 MAX_MESSAGE = 1 << 31     # 2 GiB
 MAX_TRIES = 7             # a packet's try count saturates here (it is 3 bits)
-
-
-class WrOpcode(enum.Enum, shape=1):
-    WRITE = 0
-    WRITE_IMM = 1
-
-
-class WrStatus(enum.Enum, shape=3):
-    """Why a work request failed (the completion of a good one comes with its acknowledgement)."""
-    OK = 0
-    ZERO_LENGTH = 1
-    TOO_LONG = 2      # over 2 GiB
-    BAD_QP = 3        # no such QP
-    QP_NOT_RTS = 4    # the QP is not ready to send
-    MEMORY = 5        # the host memory read failed (reported by the header builder)
 
 
 def work_request_layout(qps=None):

@@ -5,8 +5,8 @@
 ``regs`` alone prints the register map. Each object adds its parser in one function listed in
 :data:`_OBJECTS`. ``-j`` (JSON), ``-p`` (pretty JSON) and ``--target`` go before the object or
 after the verb. Verbs that act on a NIC (``dev show``, ``regs show``, ``regs set``, ``qp show``,
-``ev show``, ``stats``, ``sim link``) reach it at ``--target`` or ``$MRCNIC_TARGET``
-(:mod:`mrcnic.target`).
+``ev show``, ``stats``, ``write``, ``mem read``, ``mem write``, ``sim link``) reach it at
+``--target`` or ``$MRCNIC_TARGET`` (:mod:`mrcnic.target`).
 
 A bad argument, a bad or unreachable target, or a NIC this host does not know is one line on
 stderr naming it and what is allowed, and exit status 2; nothing is written to a NIC before
@@ -617,6 +617,132 @@ def _cmd_sim_link(args) -> int:
     return 0
 
 
+def _cmd_write(args) -> int:
+    """write: posts an RDMA WRITE through wq.* and waits for its completion in cq.*."""
+    from . import driver, regclient
+    imm = args.imm
+    opcode = "WRITE" if imm is None else "WRITE_IMM"
+    with _device(args) as dev:
+        (q,) = _qps(args, dev)
+        if not _nic_call(dev.read, "global.control") & 1:
+            raise _Refused("the NIC takes no work requests (global.control bit 0 is clear): "
+                           "nothing posted", 1)
+        wr_id = args.wr_id
+        if wr_id is None:        # a fresh id each post: the count of posts so far
+            wr_id = _nic_call(dev.read, "wq.posted") % (1 << regmap.by_name("wq.post").width)
+        route = _nic_call(dev.read, "cq.route")
+        try:
+            if not route & regmap.CQ_ROUTE_SEND:
+                _nic_call(dev.write, "cq.route", route | regmap.CQ_ROUTE_SEND, what="cq.route")
+            _nic_call(dev.regs.run, driver.post_write(q, wr_id, args.laddr, args.va, args.rkey,
+                                                      args.length, imm),
+                      what="the work request")
+            done, taken = _await_completion(dev, q, wr_id, args.timeout)
+        except regclient.RegisterError as e:
+            raise _Refused(f"the NIC refused it: {e}", 1) from None
+        finally:
+            if not route & regmap.CQ_ROUTE_SEND:   # send completions go back where they went
+                _nic_call(dev.write, "cq.route", route, what="cq.route")
+    if taken:
+        print(f"{args.prog}: {taken} other completion(s) were ahead of it in the queue and "
+              "were taken off", file=sys.stderr)
+    row = {"qp": q, "wr_id": wr_id, "opcode": opcode, "length": args.length,
+           **({} if imm is None else {"imm": imm}), "status": done.status.name}
+    if args.json:
+        _print_json(args, row)
+    else:
+        _print_table([[str(v) if k != "imm" else f"{v:#x}" for k, v in row.items()]],
+                     header=list(row), right=(0, 1, 3))
+    if done.status.name != "OK":
+        raise _Refused(f"QP {q} work request {wr_id} failed: {done.status.name}", 1)
+    return 0
+
+
+#: how often write looks at the completion queue while it waits
+_POLL_INTERVAL = 0.005
+
+
+def _await_completion(dev, qp: int, wr_id: int, timeout: float):
+    """The send completion of ``wr_id`` on ``qp``, and how many entries ahead of it were taken
+    off the queue; one at a time, so none behind it is."""
+    from . import driver
+    deadline = time.monotonic() + timeout
+    taken = 0
+    while True:
+        for c in _nic_call(dev.regs.run, driver.poll_cq(1)):
+            if not c.recv and c.qp == qp and c.wr_id == wr_id:
+                return c, taken
+            taken += 1
+        if time.monotonic() > deadline:
+            raise _Refused(f"no completion of QP {qp} work request {wr_id} within {timeout:g} s "
+                           "(is the QP RTS, its peer reachable?)", 1)
+        time.sleep(_POLL_INTERVAL)
+
+
+#: the most bytes mem read and mem write move at once (each 32 costs a dozen accesses)
+_MEM_MAX = 1 << 16
+
+
+def _mem_span(addr: int, length: int) -> None:
+    if addr + length > 1 << 64:
+        raise _Refused(f"{length} bytes at {addr:#x} run past the end of the 64-bit address "
+                       "space")
+
+
+def _hexdump(addr: int, data: bytes) -> list[str]:
+    """Lines of 16 bytes: address, the bytes in hex, the printable ones as text."""
+    lines = []
+    for at in range(0, len(data), 16):
+        row = data[at:at + 16]
+        cells = " ".join(f"{b:02x}" for b in row[:8]) + "  " + " ".join(f"{b:02x}" for b in row[8:])
+        text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in row)
+        lines.append(f"{addr + at:016x}  {cells:<48}  |{text}|")
+    return lines
+
+
+def _cmd_mem_read(args) -> int:
+    from . import driver, regclient
+    _mem_span(args.addr, args.length)
+    with _device(args) as dev:
+        try:
+            data = _nic_call(dev.regs.run, driver.mem_read(args.addr, args.length))
+        except regclient.RegisterError as e:
+            raise _Refused(str(e), 1) from None
+    if args.json:
+        _print_json(args, {"addr": args.addr, "length": len(data), "data": data.hex()})
+    else:
+        print("\n".join(_hexdump(args.addr, data)))
+    return 0
+
+
+def _cmd_mem_write(args) -> int:
+    from . import driver, regclient
+    if args.data is None and args.file is None:
+        raise _Refused("no bytes: give HEXBYTES or --file F")
+    if args.data is not None and args.file is not None:
+        raise _Refused("HEXBYTES and --file F: give one of them, not both")
+    if args.file is not None:
+        try:
+            with open(args.file, "rb") as f:
+                data = f.read(_MEM_MAX + 1)
+        except OSError as e:
+            raise _Refused(f"{args.file}: {e.strerror.lower()}") from None
+        if len(data) > _MEM_MAX:
+            raise _Refused(f"{args.file} is longer than {_MEM_MAX} bytes, the most one write "
+                           "takes")
+    else:
+        data = args.data
+    _mem_span(args.addr, len(data))
+    with _device(args) as dev:
+        try:
+            _nic_call(dev.regs.run, driver.mem_write(args.addr, data))
+        except regclient.RegisterError as e:
+            raise _Refused(str(e), 1) from None
+    if args.json:
+        _print_json(args, {"addr": args.addr, "length": len(data)})
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Reports a bad argument in one line (the usage is one -h away), exit status 2."""
 
@@ -767,7 +893,8 @@ def _add_stats(sub) -> None:
     p = _verb_parser(
         sub, "stats", target=True, help="every counter of the NIC; -w: what moves, and how fast",
         description="Reads every counter register (docs/registers.md: the RO counts of the "
-                    "global, icrc, parser, tx, rx and rel blocks; the per-plane ones for the "
+                    "global, icrc, parser, tx, rx, rel, net, wq, cq and mem blocks; the "
+                    "per-plane ones for the "
                     "NIC's planes) and prints one line each, block.name and value. With -w, "
                     "reads them again every SECONDS and prints, after each interval, the "
                     "counters that moved: value and rate per second over the interval, until "
@@ -832,9 +959,98 @@ def _add_ev(sub) -> None:
     p.set_defaults(func=_cmd_ev_expand)
 
 
+def _bounded(what: str, low: int, high: int):
+    """An argument type: a number (decimal or 0x-hex) from ``low`` to ``high``."""
+    def parse(text: str) -> int:
+        n = _number(text, what)
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"{what} {text} is not {low} .. {high:#x}"
+                                             if high > 9999 else
+                                             f"{what} {text} is not {low} .. {high}")
+        return n
+    return parse
+
+
+def _hex_bytes(text: str) -> bytes:
+    digits = text[2:] if text[:2].lower() == "0x" else text
+    if not re.fullmatch(r"[0-9a-fA-F]*", digits) or len(digits) % 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not hex bytes (an even number of hex "
+                                         "digits, byte 0 first, e.g. 68656c6c6f)")
+    if len(digits) // 2 > _MEM_MAX:
+        raise argparse.ArgumentTypeError(f"{len(digits) // 2} bytes: one write takes at most "
+                                         f"{_MEM_MAX}")
+    return bytes.fromhex(digits)
+
+
+_U64_MAX = (1 << 64) - 1
+
+
+def _message_length(text: str) -> int:
+    # imported here: the parser itself imports nothing the driver needs
+    from .driver import MAX_MESSAGE
+    return _bounded("length", 1, MAX_MESSAGE)(text)
+
+
+def _add_write(sub) -> None:
+    p = _verb_parser(
+        sub, "write", target=True,
+        help="post an RDMA WRITE on a QP and wait for its completion",
+        description="Posts an RDMA WRITE (with --imm, WRITE_IMM) through the wq.* registers: "
+                    "LENGTH bytes at --laddr in this NIC's memory go to --va in the memory "
+                    "region of the QP's peer, whose R_Key is --rkey. Send completions go to the "
+                    "register completion queue while it waits (cq.route, as it was afterwards); "
+                    "it takes entries off the queue one at a time until its own arrives, and "
+                    "prints it. A status other than OK is exit status 1, as is no completion "
+                    "within --timeout. The QP must be RTS and the NIC enabled (global.control).")
+    p.add_argument("qp", metavar="QP", type=lambda t: _number(t, "QP"),
+                   help="the QP (decimal or 0x-hex, below global.qps)")
+    p.add_argument("--laddr", required=True, metavar="ADDR", type=_bounded("laddr", 0, _U64_MAX),
+                   help="where the payload is in this NIC's memory")
+    p.add_argument("--va", required=True, metavar="ADDR", type=_bounded("va", 0, _U64_MAX),
+                   help="where it goes in the peer's memory region")
+    p.add_argument("--rkey", required=True, metavar="KEY",
+                   type=_bounded("rkey", 0, (1 << 32) - 1), help="the R_Key of the peer's region")
+    p.add_argument("--length", required=True, metavar="N",
+                   type=_message_length, help="bytes to write, 1 .. 2^31")
+    p.add_argument("--imm", metavar="V", type=_bounded("imm", 0, (1 << 32) - 1),
+                   help="a 32-bit immediate: a WRITE_IMM, whose receive completion carries it")
+    p.add_argument("--wr-id", metavar="N", type=_bounded("wr-id", 0, (1 << 16) - 1),
+                   help="the work request id, 16 bits (default: wq.posted, the posts so far)")
+    p.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=5.0,
+                   help="how long to wait for the completion (default 5)")
+    p.set_defaults(func=_cmd_write)
+
+
+def _add_mem(sub) -> None:
+    mem = sub.add_parser("mem", help="the memory behind the NIC, through the mem.* window")
+    verbs = mem.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = _verb_parser(
+        verbs, "read", target=True, help="read bytes of the memory behind the NIC",
+        description="Reads LENGTH bytes from ADDR on, 32 at most an access (mem.*), and prints "
+                    "them as hexdump -C does: address, 16 bytes in hex, the printable ones as "
+                    "text. -j: {addr, length, data}, data the bytes in hex. An access the memory "
+                    "refuses is exit status 1, naming its address.")
+    p.add_argument("addr", metavar="ADDR", type=_bounded("address", 0, _U64_MAX),
+                   help="decimal or 0x-hex")
+    p.add_argument("length", metavar="LENGTH", type=_bounded("length", 0, _MEM_MAX),
+                   help=f"bytes, 0 .. {_MEM_MAX}")
+    p.set_defaults(func=_cmd_mem_read)
+    p = _verb_parser(
+        verbs, "write", target=True, help="write bytes to the memory behind the NIC",
+        description="Writes the bytes HEXBYTES or the file --file F holds to ADDR on, 32 at most "
+                    "an access (mem.*). An access the memory refuses is exit status 1, naming "
+                    "its address; the accesses before it took effect.")
+    p.add_argument("addr", metavar="ADDR", type=_bounded("address", 0, _U64_MAX),
+                   help="decimal or 0x-hex")
+    p.add_argument("data", metavar="HEXBYTES", nargs="?", type=_hex_bytes,
+                   help="the bytes in hex, byte 0 first (e.g. 68656c6c6f)")
+    p.add_argument("--file", metavar="F", help=f"write the file's bytes (at most {_MEM_MAX})")
+    p.set_defaults(func=_cmd_mem_write)
+
+
 #: One function per object: each adds its parser and verbs.
 _OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim, _add_qp, _add_port,
-            _add_stats)
+            _add_stats, _add_write, _add_mem)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -48,13 +48,12 @@ from .ctl_errors import (
     NotPermitted,
     NotSupported,
     TooBig,
-    nic_failure,
+    run_on_nic,
 )
 from .enums import EvState, SrMode
 from .ev_expand import MAX_EV_BYTES, EvField, EvProfile, FormatMode, FormatProfile
 from .evmap import EvLayout, Route, UsidTemplate, format_addr
-from .mgmt import MgmtError
-from .regclient import Program, RegisterClient, RegisterError, read
+from .regclient import Program, RegisterClient, read
 
 __all__ = ["API_VERSION", "PROTOCOL_VERSIONS", "NSCC", "DEFAULT_CLOCK_HZ", "ProfileState",
            "EvMode", "Feature", "PortAdminState", "Ev", "UNPOPULATED", "EvOpEntry", "DeviceAttr",
@@ -334,18 +333,6 @@ class _Cc:
     config: NsccConfig | None = None
 
 
-def _watched(program: Program, wrote: list) -> Program:
-    """``program``, noting in ``wrote`` when it first writes (what :func:`nic_failure` asks)."""
-    try:
-        op = next(program)
-        while True:
-            if op[0] == "w" and not wrote:
-                wrote.append(op)
-            op = program.send((yield op))
-    except StopIteration as done:
-        return done.value
-
-
 def _need(what: str, pid: int, target: ProfileState, needs, values: dict) -> None:
     missing = [name for name in needs[target] if values[name] is None]
     if missing:
@@ -385,11 +372,7 @@ class Controller:
     # -- the NIC ---------------------------------------------------------------------------
 
     def _run(self, program: Program):
-        wrote: list = []
-        try:
-            return self.regs.run(_watched(program, wrote))
-        except (RegisterError, MgmtError, OSError) as e:
-            raise nic_failure(e, bool(wrote)) from e
+        return run_on_nic(self.regs, program)
 
     def _identify(self) -> dict:
         try:

@@ -28,7 +28,8 @@ The driver checks every value before its first write (mrcnic.driver), so a
 :class:`~mrcnic.regclient.RegisterError` raised before a program wrote anything is a value it
 refused (EINVAL); one raised after is the NIC refusing an access or not taking a command, and
 the NIC's state after it is not known (EIO), as is any failure of the management protocol
-(:class:`~mrcnic.mgmt.MgmtError`: a refused access, no answer).
+(:class:`~mrcnic.mgmt.MgmtError`: a refused access, no answer). :func:`run_on_nic` runs a
+program so, for the controller API and the application API (:mod:`mrcnic.app`) alike.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from __future__ import annotations
 import errno as _errno
 
 from .mgmt import MgmtError
-from .regclient import RegisterError
+from .regclient import Program, RegisterError
 
 __all__ = ["MrcError", "InvalidArgument", "TooBig", "Busy", "NotPermitted", "NotFound",
-           "NotSupported", "IoError", "nic_failure"]
+           "NotSupported", "IoError", "nic_failure", "run_on_nic"]
 
 
 class MrcError(Exception):
@@ -99,3 +100,25 @@ def nic_failure(exc: Exception, written: bool) -> MrcError:
     if isinstance(exc, (RegisterError, MgmtError, OSError)):
         return IoError(f"the NIC failed: {exc}")
     raise TypeError(f"{exc!r} is not a failure of the NIC or of the driver") from exc
+
+
+def _watched(program: Program, wrote: list) -> Program:
+    """``program``, noting in ``wrote`` when it first writes (what :func:`nic_failure` asks)."""
+    try:
+        op = next(program)
+        while True:
+            if op[0] == "w" and not wrote:
+                wrote.append(op)
+            op = program.send((yield op))
+    except StopIteration as done:
+        return done.value
+
+
+def run_on_nic(regs, program: Program):
+    """Runs a driver program on ``regs`` (a register client); a failure of the driver or of
+    the management protocol is raised as :func:`nic_failure` says."""
+    wrote: list = []
+    try:
+        return regs.run(_watched(program, wrote))
+    except (RegisterError, MgmtError, OSError) as e:
+        raise nic_failure(e, bool(wrote)) from e

@@ -17,12 +17,16 @@ import functools
 import ipaddress
 from dataclasses import dataclass, fields
 
-from .enums import MTU_CODES, EvState, LoadOp, QpState, RelMode, SrMode
+from .enums import MTU_CODES, EvState, LoadOp, QpState, RelMode, SrMode, WrOpcode, WrStatus
 from .evmap import EvLayout, UsidTemplate
 from .regclient import Program, RegisterError, command, read, write
 from .regmap import (
     BUS_ERRORS,
+    CQ_ENTRY,
+    CQ_ROUTE_RECV,
+    CQ_ROUTE_SEND,
     MAX_PLANES,
+    MEM_WINDOW_BYTES,
     MRCNIC_ID,
     REGISTERS,
     REL_COUNTERS,
@@ -41,7 +45,8 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy", "set_reliability",
            "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
            "set_congestion", "congestion", "mac_int", "ip_int", "mac_text", "staged_qp",
-           "keeping", "COUNTERS", "counters"]
+           "keeping", "COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
+           "route_completions", "poll_cq", "cq_overflows", "mem_read", "mem_write"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -513,12 +518,15 @@ def tx_counters() -> Program:
 
 #: Every counter register (RO, counting events since reset), in register-map order. The other
 #: RO registers are not counts: parser.last_error is a reason code, ev.state one EV's state
-#: (:func:`ev_states`), net.port_up the ports' (:func:`ports`), and rel.cwnd, rel.inflight,
-#: rel.rtt and rel.srtt one QP's (:func:`congestion`).
+#: (:func:`ev_states`), net.port_up the ports' (:func:`ports`), rel.cwnd, rel.inflight,
+#: rel.rtt and rel.srtt one QP's (:func:`congestion`), cq.count and cq.entry the completion
+#: queue's (:func:`poll_cq`), and mem.error and mem.rdata the last memory access's
+#: (:func:`mem_read`).
 COUNTERS: tuple[str, ...] = tuple(
     r.path for r in REGISTERS if r.path in {
         BUS_ERRORS, "icrc.frames", "icrc.bad", "parser.frames", "parser.errors",
         "tx.requests", "tx.ev_refused", "tx.ev_replaced", "rx.frames", "net.disabled_drops",
+        "wq.posted", "cq.overflows", "mem.errors",
         *(f"tx.err_{why}" for why in TX_ERROR_REASONS),
         *(f"tx.{what}_p{p}" for what in ("frames", "bytes") for p in range(MAX_PLANES)),
         *(f"rx.drop_{name}" for name in RX_FRONT_DROPS),
@@ -538,3 +546,171 @@ def counters() -> Program:
         if _COUNTER_PLANE.get(path, 0) < planes:
             out[path] = yield from read(path)
     return out
+
+
+# -- work requests, completions and memory through registers ------------------------------
+
+#: the longest message a work request moves (wq.length), in bytes
+MAX_MESSAGE = 1 << 31
+
+
+def _uint(what: str, value, bits: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << bits:
+        raise RegisterError(f"{what} {value!r} is not a {bits}-bit value")
+    return value
+
+
+@_refusals_checked
+def post_write(qp: int, wr_id: int, laddr: int, va: int, rkey: int, length: int,
+               imm: int | None = None) -> Program:
+    """Posts an RDMA WRITE of ``length`` bytes at ``laddr`` in this NIC's memory to ``va`` in
+    the memory region of QP ``qp``'s peer, whose R_Key is ``rkey``; with ``imm``, a WRITE_IMM
+    whose receive completion carries it. ``wr_id`` (16 bits) names the request in its
+    completion (:func:`poll_cq`, when cq.route sends send completions there). Returns once
+    the TX side has taken the request."""
+    enabled = yield from read("global.control")
+    if not enabled & 1:
+        # wq.post stays pending until the NIC is enabled: the post would never return
+        raise RegisterError("the NIC takes no work requests: global.control bit 0 is clear "
+                            "(set_enabled(True) once it is set up)")
+    yield from _below("QP", qp, "global.qps")
+    _uint("wr_id", wr_id, by_name("wq.post").width)
+    _uint("laddr", laddr, 64)
+    _uint("va", va, 64)
+    _uint("rkey", rkey, 32)
+    if (not isinstance(length, int) or isinstance(length, bool)
+            or not 1 <= length <= MAX_MESSAGE):
+        raise RegisterError(f"length {length!r} is not 1 .. 2^31 bytes (wq.length)")
+    if imm is not None:
+        _uint("imm", imm, 32)
+    opcode = WrOpcode.WRITE if imm is None else WrOpcode.WRITE_IMM
+    yield from write("wq.qp", qp)
+    yield from write("wq.opcode", opcode.value)
+    yield from write("wq.laddr", laddr)
+    yield from write("wq.va", va)
+    yield from write("wq.rkey", rkey)
+    yield from write("wq.length", length)
+    if imm is not None:
+        yield from write("wq.imm", imm)
+    yield from command("wq.post", wr_id)
+
+
+@_refusals_checked
+def route_completions(send: bool, recv: bool) -> Program:
+    """Sends send completions (``send``) and receive completions (``recv``) to the register
+    completion queue (cq.*) instead of the completion stream."""
+    yield from write("cq.route", (CQ_ROUTE_SEND if send else 0) | (CQ_ROUTE_RECV if recv else 0))
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One entry of the register completion queue (cq.entry, fields at regmap.CQ_ENTRY).
+
+    ``recv`` False: work request ``wr_id`` of QP ``qp`` completed with ``status``. ``recv``
+    True: QP ``qp`` received message ``msn`` whole (status OK), with the immediate ``imm`` if
+    ``has_imm``; ``wr_id`` then means nothing.
+    """
+    wr_id: int
+    qp: int
+    status: WrStatus
+    recv: bool
+    has_imm: bool
+    msn: int
+    imm: int
+
+    @classmethod
+    def decode(cls, entry: int) -> Completion:
+        def field(name):
+            low, width = CQ_ENTRY[name]
+            return entry >> low & ((1 << width) - 1)
+        try:
+            status = WrStatus(field("status"))
+        except ValueError:
+            raise RegisterError(f"cq.entry {entry:#026x}: status {field('status')} is not one "
+                                f"of {[s.name for s in WrStatus]}") from None
+        return cls(wr_id=field("wr_id"), qp=field("qp"), status=status,
+                   recv=bool(field("recv")), has_imm=bool(field("has_imm")),
+                   msn=field("msn"), imm=field("imm"))
+
+
+@_refusals_checked
+def poll_cq(max_entries: int) -> Program:
+    """Takes up to ``max_entries`` entries from the register completion queue, oldest first,
+    as :class:`Completion` values (fewer, or none, if fewer are waiting)."""
+    if not isinstance(max_entries, int) or isinstance(max_entries, bool) or max_entries < 0:
+        raise RegisterError(f"max_entries {max_entries!r} is not a number of at least 0")
+    waiting = yield from read("cq.count")
+    out = []
+    for _ in range(min(waiting, max_entries)):
+        raw = yield from read("cq.entry")
+        try:
+            entry = Completion.decode(raw)
+        except RegisterError:
+            # it stays at the head, unpopped: the entries before it are returned, not lost,
+            # and the next poll reports it
+            if out:
+                break
+            raise
+        out.append(entry)
+        yield from command("cq.pop", 1)
+    return out
+
+
+def cq_overflows() -> Program:
+    """Completions lost so far because the register completion queue was full."""
+    return (yield from read("cq.overflows"))
+
+
+def _mem_span(addr, length: int) -> None:
+    _uint("address", addr, 64)
+    if addr + length > 1 << 64:
+        raise RegisterError(f"{length} bytes at {addr:#x} run past the end of the 64-bit "
+                            "address space")
+
+
+def _mem_chunks(addr: int, length: int):
+    """(address, bytes) of each access: none crosses a MEM_WINDOW_BYTES boundary, so each
+    stays within one aligned block whatever the memory behind the window cuts its accesses
+    at (beats, bursts, pages); an unaligned span costs one access more."""
+    end = addr + length
+    while addr < end:
+        n = min(end, (addr // MEM_WINDOW_BYTES + 1) * MEM_WINDOW_BYTES) - addr
+        yield addr, n
+        addr += n
+
+
+def _mem_access(addr: int, n: int, op: int, what: str) -> Program:
+    yield from write("mem.addr", addr)
+    yield from write("mem.length", n)
+    yield from command("mem.access", op)
+    if (yield from read("mem.error")):
+        raise RegisterError(f"the memory refused a {what} of {n} bytes at {addr:#x} (mem.error)")
+
+
+@_refusals_checked
+def mem_read(addr: int, length: int) -> Program:
+    """``length`` bytes of the memory behind the NIC from ``addr`` on, through the mem.*
+    window, MEM_WINDOW_BYTES at most an access."""
+    if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+        raise RegisterError(f"length {length!r} is not a number of bytes")
+    _mem_span(addr, length)
+    out = bytearray()
+    for at, n in _mem_chunks(addr, length):
+        yield from _mem_access(at, n, 0, "read")
+        rdata = yield from read("mem.rdata")
+        out += rdata.to_bytes(MEM_WINDOW_BYTES, "little")[:n]
+    return bytes(out)
+
+
+@_refusals_checked
+def mem_write(addr: int, data: bytes) -> Program:
+    """Writes ``data`` to the memory behind the NIC from ``addr`` on, through the mem.*
+    window, MEM_WINDOW_BYTES at most an access."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise RegisterError(f"data is bytes, not {type(data).__name__}")
+    data = bytes(data)
+    _mem_span(addr, len(data))
+    for at, n in _mem_chunks(addr, len(data)):
+        chunk = data[at - addr:at - addr + n]
+        yield from write("mem.wdata", int.from_bytes(chunk, "little"))
+        yield from _mem_access(at, n, 1, "write")

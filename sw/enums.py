@@ -20,7 +20,8 @@ except ImportError:               # the host tools alone: no gateware, no shapes
     def _bits(width: int) -> dict:
         return {}
 
-__all__ = ["QpState", "SrMode", "EvState", "LoadOp", "RelMode", "MTU_CODES"]
+__all__ = ["QpState", "SrMode", "EvState", "LoadOp", "RelMode", "WrOpcode", "WrStatus",
+           "MTU_CODES"]
 
 #: mtu field value -> bytes
 MTU_CODES = {0: 256, 1: 512, 2: 1024, 3: 2048, 4: 4096}
@@ -61,3 +62,20 @@ class RelMode(Enum, **_bits(2)):
     SELECTIVE = 0   # MRC: retransmit exactly the packets the SACKs show missing
     GO_BACK_N = 1   # plain RoCE: on a loss, resend everything from the first missing packet
     OFF = 2         # nothing is retransmitted: a packet counts as acknowledged once sent
+
+
+class WrOpcode(Enum, **_bits(1)):
+    """What a work request does (the ``wq.opcode`` register, the work-request stream)."""
+    WRITE = 0
+    WRITE_IMM = 1    # RDMA write with immediate: the peer completes a receive carrying it
+
+
+class WrStatus(Enum, **_bits(3)):
+    """A completion's status: OK, or why a work request failed (the completion of a good one
+    comes with its acknowledgement)."""
+    OK = 0
+    ZERO_LENGTH = 1
+    TOO_LONG = 2      # over 2 GiB
+    BAD_QP = 3        # no such QP
+    QP_NOT_RTS = 4    # the QP is not ready to send
+    MEMORY = 5        # the host memory read failed (reported by the header builder)

@@ -312,7 +312,12 @@ def decode(raw: bytes) -> Packet:
 
 class Backend(Protocol):
     """What a :class:`MgmtServer` executes requests on: registers or memory by byte address.
-    A method raises :class:`AccessError` to refuse (``KeyError`` reads as BAD_ADDRESS)."""
+    A method raises :class:`AccessError` to refuse (``KeyError`` reads as BAD_ADDRESS).
+
+    A backend may also have ``read_burst(addr, count) -> [words]`` and ``write_burst(addr,
+    words)``, which carry a burst's one-word accesses out in order and stop at the first one
+    refused, raising as that access would: the server then hands it the burst whole (a
+    simulation serves a burst in one visit, not one a word)."""
 
     def read(self, addr: int, width: int) -> int: ...
 
@@ -387,8 +392,16 @@ class MgmtServer:
             if op is Opcode.WRITE:
                 self.backend.write(addr, pkt.width, pkt.value)
             elif op is Opcode.READ_BURST:
+                if hasattr(self.backend, "read_burst"):
+                    words = tuple(self.backend.read_burst(addr, pkt.count))
+                    if len(words) != pkt.count or not all(
+                            isinstance(w, int) and 0 <= w <= _U32 for w in words):
+                        raise ValueError(f"backend burst at {addr:#x} returned {words!r:.80}")
+                    return Status.OK, words
                 return Status.OK, tuple(self._read(addr + 4 * k, WORD_BITS)
                                         for k in range(pkt.count))
+            elif hasattr(self.backend, "write_burst"):
+                self.backend.write_burst(addr, list(pkt.data))
             else:
                 for k, word in enumerate(pkt.data):
                     self.backend.write(addr + 4 * k, WORD_BITS, word)

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
-           "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "commands"]
+           "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
+           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "commands"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
-MRCNIC_VERSION = 0x0001_0001  # major.minor in the two halves
+MRCNIC_VERSION = 0x0001_0002  # major.minor in the two halves
 ADDR_WIDTH = 12               # byte-address bits of the CSR bus: a 4 KiB window
 BUS_ERRORS = "global.bus_errors"   # the one RO register the bank drives itself
 
@@ -354,6 +355,68 @@ _TPL = (
        "Write a template number (below global.templates): it becomes the tpl.* fields."),
 )
 
+# Work requests and completions through registers, for a host that has only register access
+# (a board's management port): stage a request in wq.*, post it with wq.post; completions wait
+# in the completion queue (cq.*) when cq.route sends them there.
+_WQ = (
+    _r("wq", "qp", 0x900, 16, "RW", 0, "The QP the posted request is for."),
+    _r("wq", "opcode", 0x904, 1, "RW", 0,
+       "0 WRITE, 1 WRITE_IMM (the peer completes a receive carrying wq.imm)."),
+    _r("wq", "laddr", 0x908, 64, "RW", 0, "Where the payload is in this NIC's memory."),
+    _r("wq", "va", 0x910, 64, "RW", 0, "Where it goes in the peer's memory region."),
+    _r("wq", "rkey", 0x918, 32, "RW", 0, "The R_Key of the peer's memory region."),
+    _r("wq", "length", 0x91C, 32, "RW", 0,
+       "Bytes to write (1 .. 2^31; other lengths complete with an error)."),
+    _r("wq", "imm", 0x920, 32, "RW", 0, "The immediate of a WRITE_IMM."),
+    _r("wq", "post", 0x924, 16, "CMD", 0,
+       "Write a work request id: the request staged in wq.* is posted with it. Pending until "
+       "the TX side takes it, which it does only while global.control bit 0 is set."),
+    _r("wq", "posted", 0x928, 32, "RO", 0, "Work requests posted through wq.post."),
+)
+
+#: cq.route bits
+CQ_ROUTE_SEND, CQ_ROUTE_RECV = 1, 2
+#: cq.entry's fields: name -> (lowest bit, width). ``recv`` 0: a send completion (wr_id, qp,
+#: status); 1: a message received whole (qp, msn, has_imm, imm; status OK).
+CQ_ENTRY = {"wr_id": (0, 16), "qp": (16, 16), "status": (32, 4), "recv": (36, 1),
+            "has_imm": (37, 1), "msn": (48, 16), "imm": (64, 32)}
+
+_CQ = (
+    _r("cq", "route", 0x940, 2, "RW", 0,
+       f"Bit 0 ({CQ_ROUTE_SEND}): send completions go to the completion queue here instead of "
+       f"the completion stream; bit 1 ({CQ_ROUTE_RECV}): receive completions likewise."),
+    _r("cq", "count", 0x944, 16, "RO", 0, "Entries waiting in the completion queue."),
+    _r("cq", "entry", 0x948, 96, "RO", 0,
+       "The oldest entry (all zero when none): bits 15:0 wr_id, 31:16 QP, 35:32 status, 36 "
+       "recv (0 a work request completed, 1 a message received whole), 37 has_imm, 63:48 MSN "
+       "(recv), 95:64 the immediate (recv with has_imm)."),
+    _r("cq", "pop", 0x954, 1, "CMD", 0, "Write 1: the oldest entry leaves the queue."),
+    _r("cq", "overflows", 0x958, 32, "RO", 0,
+       "Completions lost because the queue was full (cq.depth entries): poll it often enough."),
+    _r("cq", "depth", 0x95C, 32, "CONST", 0, "Entries the completion queue holds."),
+)
+
+#: the most bytes one mem.access moves (mem.wdata, mem.rdata)
+MEM_WINDOW_BYTES = 32
+
+# A window onto the memory behind the NIC's memory ports (host memory, or a board's own).
+_MEM = (
+    _r("mem", "addr", 0x980, 64, "RW", 0, "Address of the access's first byte."),
+    _r("mem", "length", 0x988, 6, "RW", MEM_WINDOW_BYTES,
+       f"Bytes an access moves, 0 .. {MEM_WINDOW_BYTES} (0: the access does nothing).",
+       limit=MEM_WINDOW_BYTES),
+    _r("mem", "access", 0x98C, 1, "CMD", 0,
+       "0: read mem.length bytes at mem.addr into mem.rdata; 1: write the first mem.length "
+       "bytes of mem.wdata there. Pending until the memory has answered."),
+    _r("mem", "error", 0x990, 1, "RO", 0,
+       "1: the memory refused the last access (a read's mem.rdata is then zero)."),
+    _r("mem", "errors", 0x994, 32, "RO", 0, "Accesses the memory refused."),
+    _r("mem", "wdata", 0x9A0, 8 * MEM_WINDOW_BYTES, "RW", 0,
+       "The bytes a write puts in memory, byte 0 (at mem.addr) in the low bits."),
+    _r("mem", "rdata", 0x9C0, 8 * MEM_WINDOW_BYTES, "RO", 0,
+       "The bytes the last read found, byte 0 in the low bits; zero past mem.length."),
+)
+
 
 REGISTERS: tuple[Register, ...] = (
     _r("global", "id", 0x000, 32, "CONST", MRCNIC_ID, "Identification: 0x4D524331 ('MRC1')."),
@@ -381,6 +444,7 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
     *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(), *_NET,
+    *_WQ, *_CQ, *_MEM,
 )
 
 

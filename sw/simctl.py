@@ -9,6 +9,12 @@ the management protocol (sw/mgmt.py) like the NIC's.
 
 A spine link is named by its plane, its spine and its leaf; leaf ``h`` is where NIC ``h`` is
 cabled (verif/network.py). :class:`SimClient` is the host's side.
+
+The window also reaches the simulated host's own memory (what the NIC's memory ports read and
+write), as an application reads and writes its buffers on a host: ``sim.host_addr`` and the
+1 KiB aperture ``sim.host_data``, which a READ_BURST or WRITE_BURST covers whole. It is the
+fast way to fill and check large buffers; the NIC's own window (``mem.*``) reaches the same
+bytes, as it would a board's memory, 32 at a time.
 """
 
 from __future__ import annotations
@@ -16,12 +22,20 @@ from __future__ import annotations
 from .mgmt import MgmtClient, Status, StatusError
 from .regmap import Access, Register
 
-__all__ = ["BASE", "SIM_ID", "MAX_PLANES", "REGISTERS", "by_name", "link_word", "down_bit",
-           "NotSimulation", "SimClient"]
+__all__ = ["BASE", "SIM_ID", "MAX_PLANES", "HOST_WORDS", "SEND_BASE", "RECV_BASE", "REGION",
+           "REGISTERS", "by_name", "link_word",
+           "down_bit", "NotSimulation", "SimClient"]
 
 BASE = 0xFFFF_0000
 SIM_ID = 0x5349_4D31           # "SIM1"
 MAX_PLANES = 8                 # sim.down_p<n> exists for this many
+HOST_WORDS = 256               # sim.host_data: one burst's worth
+
+# The simulated hosts' memory: what exists there (anything else is refused, by the NIC's
+# memory ports and the window alike), and how the simulation sets its QPs up.
+SEND_BASE = 0x1000_0000        # a send buffer of 16 MiB per host
+RECV_BASE = 0x4000_0000        # QP q's receive region: RECV_BASE + q * REGION, R_Key 0x100 + q
+REGION = 1 << 24
 
 
 def _r(name, offset, width, access, doc):
@@ -43,6 +57,11 @@ REGISTERS: tuple[Register, ...] = (
                                    "comes back. Reads 0."),
     *(_r(f"down_p{p}", 0x40 + 4 * p, 32, "RO", f"Bit spine x sim.nics + leaf: that spine link of "
                                                f"plane {p} is down.") for p in range(MAX_PLANES)),
+    _r("host_addr", 0x80, 64, "RW", "Where sim.host_data starts in the simulated host's memory "
+                                    "(any byte address)."),
+    _r("host_data", 0x1000, 32 * HOST_WORDS, "RW",
+       "Word k: the 4 bytes of the host's memory at sim.host_addr + 4k, the first in the low "
+       "bits. An access that touches memory the host does not have is BAD_ADDRESS."),
 )
 _BY_NAME = {r.name: r for r in REGISTERS}
 
@@ -117,6 +136,36 @@ class SimClient:
                      "up": not down >> down_bit(s, leaf, nics) & 1}
                     for s in range(self.info["spines"]) for leaf in range(nics)]
         return out
+
+    def _host_words(self, addr: int, length: int):
+        """(address, words) of each burst covering ``length`` bytes from ``addr``."""
+        if not isinstance(addr, int) or not 0 <= addr or addr + length > 1 << 64:
+            raise ValueError(f"{length} bytes at {addr!r} are not in the 64-bit address space")
+        step = 4 * HOST_WORDS
+        for at in range(addr, addr + length, step):
+            yield at, -(-min(step, addr + length - at) // 4)
+
+    def host_read(self, addr: int, length: int) -> bytes:
+        """``length`` bytes of the simulated host's memory from ``addr`` on."""
+        out = bytearray()
+        for at, words in self._host_words(addr, length):
+            self.client.write(by_name("host_addr").offset, at, 64)
+            got = self.client.read_burst(by_name("host_data").offset, words)
+            out += b"".join(w.to_bytes(4, "little") for w in got)
+        return bytes(out[:length])
+
+    def host_write(self, addr: int, data: bytes) -> None:
+        """Writes ``data`` to the simulated host's memory from ``addr`` on; the bytes after its
+        end in its last word are read first and written back unchanged."""
+        data = bytes(data)
+        for at, words in self._host_words(addr, len(data)):
+            chunk = data[at - addr:at - addr + 4 * words]
+            if len(chunk) % 4:
+                chunk += self.host_read(at + len(chunk), 4 - len(chunk) % 4)
+            self.client.write(by_name("host_addr").offset, at, 64)
+            self.client.write_burst(by_name("host_data").offset,
+                                    [int.from_bytes(chunk[4 * k:4 * k + 4], "little")
+                                     for k in range(words)])
 
     def set_link(self, plane: int, spine: int, leaf: int, up: bool) -> bool:
         """Takes a spine link down (``up`` False) or brings it back; returns whether it is up

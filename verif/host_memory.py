@@ -63,7 +63,8 @@ class HostMemory:
         """Accesses touching [base, base + size) get an error response."""
         self.failing.append((base, size))
 
-    def _bad(self, addr, length):
+    def refuses(self, addr, length) -> bool:
+        """Whether an access of ``length`` bytes at ``addr`` gets an error response."""
         if length == 0:
             return True
         if any(addr < b + s and b < addr + length for b, s in self.failing):
@@ -110,7 +111,7 @@ class HostMemory:
             while self.cycle < due:
                 await RisingEdge(self.dut.clk)
             addr, length, tag = req["addr"], req["length"], req["tag"]
-            bad = self._bad(addr, length)
+            bad = self.refuses(addr, length)
             data = bytes(max(length, 1)) if bad else await self.read_bytes(addr, length)
             self.reads += 1
             self.errors += bad
@@ -122,7 +123,7 @@ class HostMemory:
         while True:
             frame = await self.wr.recv()
             addr, data = _first_user(frame), bytes(frame.tdata)
-            bad = self._bad(addr, len(data))
+            bad = self.refuses(addr, len(data))
             if not bad:
                 await self.write_bytes(addr, data)
             self.writes += 1

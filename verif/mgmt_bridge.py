@@ -48,6 +48,19 @@ class Bridge:
     def write(self, addr: int, width: int, value: int) -> None:
         self._call(self.target.write, addr, width, value)
 
+    # A burst is carried out in one visit of the simulation's thread, word after word.
+
+    def read_burst(self, addr: int, count: int) -> list[int]:
+        async def burst():
+            return [await self.target.read(addr + 4 * k, 32) for k in range(count)]
+        return self._call(burst)
+
+    def write_burst(self, addr: int, words: list[int]) -> None:
+        async def burst():
+            for k, word in enumerate(words):
+                await self.target.write(addr + 4 * k, 32, word)
+        self._call(burst)
+
     def _call(self, fn, *args):
         done: Future = Future()
         with self._lock:

@@ -101,6 +101,8 @@ class SimControl:
             raise ValueError(f"{sysm.P} planes x {sysm.S} spines x {len(sysm.hosts)} leaves do "
                              "not fit the control window's link bitmaps")
         self._time = 0            # the snapshot the high word of sim.time_ns reads
+        self._host_addr = 0
+        self.mem = sysm.hosts[nic].mem
         self._by_offset = {r.offset + 4 * k: (r, k) for r in simctl.REGISTERS
                            for k in range(r.words)}
 
@@ -122,6 +124,10 @@ class SimControl:
         reg, k = self._register(addr, width)
         if reg.name in self.const:
             return self.const[reg.name]
+        if reg.name == "host_addr":
+            return self._host_addr if width == 64 else (self._host_addr >> (32 * k)) & _U32
+        if reg.name == "host_data":
+            return int.from_bytes(await self._host(k), "little")
         if reg.name == "time_ns":
             if k == 0:
                 self._time = int(get_sim_time("ns"))
@@ -130,8 +136,27 @@ class SimControl:
             return self._down(int(reg.name.removeprefix("down_p")))
         return 0                  # link_down, link_up: taken at once
 
+    async def _host(self, k: int, data: bytes | None = None) -> bytes:
+        """Word ``k`` of sim.host_data: read, or written with ``data``."""
+        at = self._host_addr + 4 * k
+        if self.mem.refuses(at, 4):
+            raise AccessError(Status.BAD_ADDRESS, f"the host has no memory at {at:#x}")
+        if data is None:
+            return await self.mem.read_bytes(at, 4)
+        await self.mem.write_bytes(at, data)
+        return data
+
     async def write(self, addr: int, width: int, value: int) -> None:
-        reg, _ = self._register(addr, width)
+        reg, k = self._register(addr, width)
+        if reg.name == "host_addr":
+            if width == 64:
+                self._host_addr = value
+            else:
+                self._host_addr = (self._host_addr & ~(_U32 << (32 * k))) | value << (32 * k)
+            return
+        if reg.name == "host_data":
+            await self._host(k, value.to_bytes(4, "little"))
+            return
         if reg.access is not Access.CMD:
             raise AccessError(Status.DENIED, f"sim.{reg.name} is {reg.access.value}")
         plane, spine, leaf = value >> 16, value >> 8 & 0xFF, value & 0xFF

@@ -24,6 +24,7 @@ from mrcnic.hdl.rx_event import completion_layout as rx_completion_layout
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regclient import AsyncRegisterClient
+from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE
 from mrcnic.verif.fabric import (
     FORMATS,
     frame_ev,
@@ -40,11 +41,6 @@ from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.network import Network, tc_of
 from mrcnic.verif.scenarios import SCENARIOS, Scenario
 from mrcnic.verif.tbkit import CLOCK_NS, CsrBus, params, run_dir, setup, sink, source
-
-SEND_BASE = 0x1000_0000          # each host's send buffers
-RECV_BASE = 0x4000_0000          # each host's receive regions, one per QP
-REGION = 1 << 24
-
 
 DATA_OPCODES = {int(op) for op in wire.DATA_OPCODES}
 

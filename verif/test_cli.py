@@ -1,8 +1,12 @@
 """The `mrcnic` command line, run as a user runs it."""
 
 import json
+import os
 import random
+import subprocess
+import sys
 
+import pytest
 from scapy.compat import raw
 from scapy.utils import wrpcap
 
@@ -58,6 +62,51 @@ def test_decode_errors_are_one_line(tmp_path):
     r = mrcnic("frobnicate")
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
     assert ("invalid choice: 'frobnicate' (choose from 'regs', 'decode', 'ev', 'dev', 'sim', 'qp', 'port', "
-            "'stats')") in r.stderr
+            "'stats', 'write', 'mem')") in r.stderr
     r = mrcnic("-j", "decode", str(notpcap))
     assert r.returncode == 2 and r.stderr.strip().startswith("mrcnic: decode has no JSON output")
+
+
+WRITE = ("write", "1", "--laddr", "0x1000", "--va", "0x2000", "--rkey", "7", "--length", "64")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("write",), "the following arguments are required: QP, --laddr, --va, --rkey, --length"),
+    (("write", "x1", *WRITE[2:]), "argument QP: QP 'x1' is not a number"),
+    ((*WRITE[:-1], "0"), "argument --length: length 0 is not 1 .. 0x80000000"),
+    ((*WRITE[:-1], "0x80000001"), "argument --length: length 0x80000001 is not 1 .. 0x80000000"),
+    ((*WRITE, "--imm", "0x100000000"), "argument --imm: imm 0x100000000 is not 0 .. 0xffffffff"),
+    ((*WRITE, "--wr-id", "65536"), "argument --wr-id: wr-id 65536 is not 0 .. 0xffff"),
+    ((*WRITE, "--timeout", "0"), "argument --timeout: '0' is not a number of seconds above 0"),
+    (("write", "1", "--laddr", "0x10000000000000000", *WRITE[4:]),
+     "argument --laddr: laddr 0x10000000000000000 is not 0 .. 0xffffffffffffffff"),
+    (("mem",), "the following arguments are required: VERB"),
+    (("mem", "read", "0x10"), "the following arguments are required: LENGTH"),
+    (("mem", "read", "0x10", "65537"), "argument LENGTH: length 65537 is not 0 .. 0x10000"),
+    (("mem", "read", "0xffffffffffffffff", "2"),
+     "2 bytes at 0xffffffffffffffff run past the end of the 64-bit address space"),
+    (("mem", "write", "0x10", "abc"), "argument HEXBYTES: 'abc' is not hex bytes"),
+    (("mem", "write", "0x10", "0xzz"), "argument HEXBYTES: '0xzz' is not hex bytes"),
+    (("mem", "write", "0x10"), "no bytes: give HEXBYTES or --file F"),
+    (("mem", "write", "0x10", "00", "--file", "b.bin"), "give one of them, not both"),
+    (("mem", "write", "0x10", "--file", "missing.bin"), "missing.bin: no such file or directory"),
+    (("mem", "write", "0xffffffffffffffff", "0011"), "run past the end"),
+])
+def test_write_and_mem_refuse_a_bad_argument_in_one_line_before_any_target(args, fragment,
+                                                                          tmp_path):
+    # the target is one that nothing answers: a bad argument is refused before it is reached
+    env = {**os.environ, "MRCNIC_TARGET": "sim://127.0.0.1:9"}
+    r = subprocess.run([sys.executable, "-m", "mrcnic.cli", *args], capture_output=True,
+                       text=True, timeout=60, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "", r
+    assert len(r.stderr.splitlines()) == 1 and fragment in r.stderr, r.stderr
+    assert r.stderr.startswith(f"mrcnic {args[0]}")
+
+
+def test_write_and_mem_need_a_target():
+    env = {k: v for k, v in os.environ.items() if k != "MRCNIC_TARGET"}
+    for args in (WRITE, ("mem", "read", "0", "4"), ("mem", "write", "0", "00")):
+        r = cli_helpers.mrcnic(*args, env=env)
+        assert r.returncode == 2 and r.stderr.startswith(f"mrcnic {' '.join(args[:2])}"
+                                                         if args[0] == "mem" else "mrcnic write")
+        assert "no target: give --target URL" in r.stderr and len(r.stderr.splitlines()) == 1

@@ -1,0 +1,99 @@
+"""Completion queue: the NIC's completions, kept for a host that reads them through registers."""
+
+from amaranth import Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from mrcnic.regmap import CQ_ENTRY, by_name
+
+from .rx_event import completion_layout as recv_layout
+from .segmenter import completion_layout as send_layout
+
+__all__ = ["CompletionQueue"]
+
+ENTRY_BITS = by_name("cq.entry").width
+
+
+class CompletionQueue(wiring.Component):
+    """Between the NIC's completion streams and the host. A stream whose ``route`` bit is clear
+    passes through untouched; one whose bit is set is taken at once, each record packed into
+    an entry as ``regmap.CQ_ENTRY`` lays it out and queued for the registers. An entry that
+    finds the queue full is lost and counted: the reliability engine and the receive side
+    never wait on a host that does not poll.
+
+    A stream's route is taken up only while it offers nothing, so a record offered on the
+    output stays offered until taken.
+
+    Parameters
+    ----------
+    qps : QPs (the records' QP field);  depth : entries the queue holds.
+
+    Attributes
+    ----------
+    send : In(send completions {wr_id, qp, status});  send_out : Out(the same)
+    recv : In(messages received whole {qp, msn, imm, has_imm});  recv_out : Out(the same)
+    route : In(2), bit 0 send, bit 1 recv: to the queue rather than out
+    count : Out(16), entries waiting;  entry : Out(96), the oldest (0 when none)
+    pop : In(stream.Signature(1)), the oldest entry leaves (nothing happens when none)
+    overflows : Out(32), entries lost to a full queue
+    """
+
+    def __init__(self, qps=16, depth=64):
+        if not isinstance(depth, int) or not 2 <= depth < 1 << by_name("cq.count").width:
+            raise ValueError(f"depth must be 2 .. {(1 << by_name('cq.count').width) - 1}, "
+                             f"not {depth!r}")
+        self._qps, self._depth = qps, depth
+        super().__init__({
+            "send": In(stream.Signature(send_layout(qps))),
+            "recv": In(stream.Signature(recv_layout(qps))),
+            "send_out": Out(stream.Signature(send_layout(qps))),
+            "recv_out": Out(stream.Signature(recv_layout(qps))),
+            "route": In(2),
+            "count": Out(by_name("cq.count").width),
+            "entry": Out(ENTRY_BITS),
+            "pop": In(stream.Signature(1)),
+            "overflows": Out(32),
+        })
+
+    @staticmethod
+    def _pack(m, fields):
+        """An entry from {field: value}; fields left out are zero."""
+        entry = Signal(ENTRY_BITS)
+        for name, value in fields.items():
+            lo, width = CQ_ENTRY[name]
+            m.d.comb += entry[lo:lo + width].eq(value)
+        return entry
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=ENTRY_BITS, depth=self._depth)
+
+        queued = []
+        for k, (src, out) in enumerate(((self.send, self.send_out), (self.recv, self.recv_out))):
+            to_queue = Signal(name=f"{'send' if k == 0 else 'recv'}_to_queue")
+            with m.If(~src.valid):
+                m.d.sync += to_queue.eq(self.route[k])
+            m.d.comb += [out.payload.eq(src.payload), out.valid.eq(src.valid & ~to_queue)]
+            with m.If(~to_queue):
+                m.d.comb += src.ready.eq(out.ready)
+            queued.append(src.valid & to_queue)
+
+        s, r = self.send.payload, self.recv.payload
+        send_entry = self._pack(m, {"wr_id": s.wr_id, "qp": s.qp, "status": s.status})
+        recv_entry = self._pack(m, {"qp": r.qp, "msn": r.msn, "imm": r.imm,
+                                    "has_imm": r.has_imm, "recv": Const(1)})
+        # One entry a cycle: a send completion first, a receive one the cycle after.
+        take = Signal()
+        with m.If(queued[0]):
+            m.d.comb += [take.eq(1), self.send.ready.eq(1), fifo.w_data.eq(send_entry)]
+        with m.Elif(queued[1]):
+            m.d.comb += [take.eq(1), self.recv.ready.eq(1), fifo.w_data.eq(recv_entry)]
+        m.d.comb += fifo.w_en.eq(take)
+        with m.If(take & ~fifo.w_rdy):
+            m.d.sync += self.overflows.eq(self.overflows + 1)
+
+        m.d.comb += [self.count.eq(fifo.level),
+                     self.entry.eq(Mux(fifo.r_rdy, fifo.r_data, 0)),
+                     self.pop.ready.eq(1), fifo.r_en.eq(self.pop.valid)]
+        return m

@@ -1,0 +1,158 @@
+"""The application API (mrcnic.app) and the register path it takes (wq.*, cq.*, mem.*) on the
+two NICs of ``mrcnic sim serve``: the OCP application flow, QPs taken RESET -> INIT -> RTR ->
+RTS on both NICs, writes of 1 B to 1 MiB with and without an immediate, their completions
+polled from the registers, and the peer's memory checked byte for byte through the simulated
+host's memory, a path the NIC takes no part in. The NIC's own memory window is checked
+against that path too, and the CLI's write and mem verbs run on the same NICs."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from mrcnic import driver
+from mrcnic.app import Context, WcOpcode
+from mrcnic.ctl_errors import InvalidArgument, IoError
+from mrcnic.enums import QpState, SrMode, WrStatus
+from mrcnic.regmap import MEM_WINDOW_BYTES
+from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, SimClient
+from mrcnic.target import Device
+from mrcnic.verif.cli_helpers import mrcnic
+from mrcnic.verif.fabric import nic_ip
+
+QP = 1          # the system testbench set up QPs 0, 1 and 3 (2 is the probes' DQP) and pinged on
+                # QP 0: this one is ours
+CLI_QP = 3
+POLL_SECONDS = 60
+
+
+@pytest.fixture(scope="module")
+def nics(served):
+    devs = [Device(url) for url in served.urls]
+    yield [(dev, Context(dev.regs), SimClient(dev.client)) for dev in devs]
+    for dev in devs:
+        dev.close()
+
+
+def dev_qps(dev) -> int:
+    return dev.read("global.qps")
+
+
+def _wait(ctx, cq, want: int) -> list:
+    """Polls until ``want`` work completions have come."""
+    got, deadline = [], time.monotonic() + POLL_SECONDS
+    while len(got) < want:
+        assert time.monotonic() < deadline, f"{len(got)} of {want} completions after " \
+                                            f"{POLL_SECONDS} s: {got}"
+        got += ctx.poll_cq(cq, want - len(got))
+    return got
+
+
+@pytest.fixture(scope="module")
+def connected(nics):
+    """QP ``QP`` of each NIC connected to the other's, through the verbs state machine."""
+    rng = random.Random(7)
+    psn = [rng.getrandbits(24), rng.getrandbits(24)]
+    qps = []
+    for me, (_, ctx, _) in enumerate(nics):
+        peer = 1 - me
+        attr = ctx.query_device()
+        assert attr.max_qp == dev_qps(nics[me][0]) > QP
+        cq = ctx.create_cq(attr.max_cqe)
+        qp = ctx.create_qp(cq, cq, qp_num=QP)
+        assert qp.state is QpState.RESET
+        with pytest.raises(InvalidArgument, match="RTS"):
+            ctx.post_write(qp, 1, SEND_BASE, 1, RECV_BASE, 0)      # not RTS yet
+        ctx.modify_qp(qp, QpState.INIT)
+        ctx.modify_qp(qp, QpState.RTR, dest_qp=QP, dst_ip=nic_ip(peer), rq_psn=psn[peer],
+                      mode=SrMode.USID, template=peer, path_mtu=1024,
+                      rkey=0x200 + QP, mr_va=RECV_BASE + QP * REGION, mr_length=REGION)
+        qps.append((ctx, cq, qp))
+    for me, (ctx, _, qp) in enumerate(qps):
+        ctx.modify_qp(qp, QpState.RTS, sq_psn=psn[me])
+        assert qp.state is QpState.RTS
+    return qps
+
+
+@pytest.mark.parametrize("size,imm", [(1, None), (33, 0xC0FFEE), (4097, None),
+                                      (65539, 0x12345678), (1 << 20, 0xFEEDF00D)])
+def test_a_write_lands_whole_and_completes_on_both_sides(nics, connected, size, imm):
+    (_, ctx0, sim0), (_, ctx1, sim1) = nics
+    (_, cq0, qp0), (_, cq1, _) = connected
+    rng = random.Random(size)
+    data = rng.randbytes(size)
+    laddr = SEND_BASE + rng.randrange(64)
+    va = RECV_BASE + QP * REGION + rng.randrange(REGION - size)
+    sim0.host_write(laddr, data)
+    wr_id = size & 0xFFFF
+    ctx0.post_write(qp0, wr_id, laddr, size, va, 0x200 + QP, imm)
+    (sent,) = _wait(ctx0, cq0, 1)
+    assert (sent.wr_id, sent.status, sent.opcode, sent.qp_num, sent.byte_len) == \
+        (wr_id, WrStatus.OK, WcOpcode.RDMA_WRITE, QP, size)
+    assert sim1.host_read(va, size) == data, "the peer's memory differs from what was written"
+    if imm is not None:
+        (got,) = _wait(ctx1, cq1, 1)
+        assert (got.opcode, got.qp_num, got.imm_data, got.status) == \
+            (WcOpcode.RECV_RDMA_WITH_IMM, QP, imm, WrStatus.OK)
+    # a write without an immediate completes nothing on the receiving side
+    assert ctx1.poll_cq(cq1, 4) == []
+
+
+def test_the_nic_window_and_the_host_see_the_same_bytes(nics):
+    (dev0, ctx0, sim0), _ = nics
+    rng = random.Random(3)
+    for n in (0, 1, MEM_WINDOW_BYTES - 1, MEM_WINDOW_BYTES, MEM_WINDOW_BYTES + 1, 100):
+        addr = SEND_BASE + 0x8000 + rng.randrange(64)
+        data = rng.randbytes(n)
+        ctx0.write_memory(addr, data)                     # through the NIC's window...
+        assert sim0.host_read(addr, n + 8)[:n] == data    # ...is what the host holds
+        other = rng.randbytes(n)
+        sim0.host_write(addr, other)                      # and the other way round
+        assert ctx0.read_memory(addr, n) == other
+    errors = dev0.read("mem.errors")
+    with pytest.raises(IoError, match="refused"):
+        ctx0.read_memory(0x2000_0000, 4)                  # the host has no memory there
+    assert dev0.read("mem.errors") == errors + 1 and dev0.read("mem.error") == 1
+
+
+def test_the_cli_writes_and_reads_memory(served, nics):
+    (dev0, _, sim0), (_, _, sim1) = nics
+    url0, url1 = served.urls
+    peer_va = RECV_BASE + CLI_QP * REGION + 0x40
+    payload = bytes(range(1, 41))
+    r = mrcnic("--target", url0, "mem", "write", hex(SEND_BASE + 0x100), "0x" + payload.hex())
+    assert r.returncode == 0, r.stderr
+    r = mrcnic("--target", url0, "-j", "mem", "read", hex(SEND_BASE + 0x100), "40")
+    assert r.returncode == 0, r.stderr
+    assert bytes.fromhex(json.loads(r.stdout)["data"].removeprefix("0x")) == payload
+    # QP 3 is as the system testbench set it up: the peer's region has R_Key 0x103
+    r = mrcnic("--target", url0, "-j", "write", str(CLI_QP), "--laddr", hex(SEND_BASE + 0x100),
+               "--va", hex(peer_va), "--rkey", "0x103", "--length", "40", "--imm", "0x77")
+    assert r.returncode == 0, r.stderr
+    done = json.loads(r.stdout)
+    assert done["status"] == "OK" and done["qp"] == CLI_QP, done
+    assert sim1.host_read(peer_va, 40) == payload
+    # a bad argument: one line, exit 2, nothing posted
+    posted = dev0.read("wq.posted")
+    r = mrcnic("--target", url0, "write", str(CLI_QP), "--laddr", "0x0", "--va", "0x0",
+               "--rkey", "0x1", "--length", "0")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert dev0.read("wq.posted") == posted
+
+
+def test_completions_not_routed_stay_with_the_stream(nics, connected):
+    """With cq.route clear the NIC's completions go to its completion stream (the system
+    testbench's host takes them there), and the register queue stays empty."""
+    (dev0, ctx0, sim0), _ = nics
+    (_, cq0, qp0), _ = connected
+    dev0.regs.run(driver.route_completions(False, False))
+    try:
+        sim0.host_write(SEND_BASE, b"x" * 8)
+        ctx0.post_write(qp0, 5, SEND_BASE, 8, RECV_BASE + QP * REGION, 0x200 + QP)
+        time.sleep(2)
+        assert dev0.read("cq.count") == 0
+    finally:
+        dev0.regs.run(driver.route_completions(True, True))
