@@ -1,12 +1,12 @@
 """Completion queue: the NIC's completions, kept for a host that reads them through registers."""
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Const, Module, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import CQ_ENTRY, by_name
 
+from .register_queue import RegisterQueue
 from .rx_event import completion_layout as recv_layout
 from .segmenter import completion_layout as send_layout
 
@@ -40,10 +40,7 @@ class CompletionQueue(wiring.Component):
     """
 
     def __init__(self, qps=16, depth=64):
-        if not isinstance(depth, int) or not 2 <= depth < 1 << by_name("cq.count").width:
-            raise ValueError(f"depth must be 2 .. {(1 << by_name('cq.count').width) - 1}, "
-                             f"not {depth!r}")
-        self._qps, self._depth = qps, depth
+        self._queue = RegisterQueue(ENTRY_BITS, depth, by_name("cq.count").width)
         super().__init__({
             "send": In(stream.Signature(send_layout(qps))),
             "recv": In(stream.Signature(recv_layout(qps))),
@@ -67,7 +64,7 @@ class CompletionQueue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=ENTRY_BITS, depth=self._depth)
+        m.submodules.queue = queue = self._queue
 
         queued = []
         for k, (src, out) in enumerate(((self.send, self.send_out), (self.recv, self.recv_out))):
@@ -84,16 +81,13 @@ class CompletionQueue(wiring.Component):
         recv_entry = self._pack(m, {"qp": r.qp, "msn": r.msn, "imm": r.imm,
                                     "has_imm": r.has_imm, "recv": Const(1)})
         # One entry a cycle: a send completion first, a receive one the cycle after.
-        take = Signal()
         with m.If(queued[0]):
-            m.d.comb += [take.eq(1), self.send.ready.eq(1), fifo.w_data.eq(send_entry)]
+            m.d.comb += [queue.i.valid.eq(1), self.send.ready.eq(1),
+                         queue.i.payload.eq(send_entry)]
         with m.Elif(queued[1]):
-            m.d.comb += [take.eq(1), self.recv.ready.eq(1), fifo.w_data.eq(recv_entry)]
-        m.d.comb += fifo.w_en.eq(take)
-        with m.If(take & ~fifo.w_rdy):
-            m.d.sync += self.overflows.eq(self.overflows + 1)
-
-        m.d.comb += [self.count.eq(fifo.level),
-                     self.entry.eq(Mux(fifo.r_rdy, fifo.r_data, 0)),
-                     self.pop.ready.eq(1), fifo.r_en.eq(self.pop.valid)]
+            m.d.comb += [queue.i.valid.eq(1), self.recv.ready.eq(1),
+                         queue.i.payload.eq(recv_entry)]
+        m.d.comb += [self.count.eq(queue.count), self.entry.eq(queue.entry),
+                     self.overflows.eq(queue.overflows)]
+        wiring.connect(m, wiring.flipped(self.pop), queue.pop)
         return m

@@ -8,6 +8,7 @@ from mrcnic.regmap import MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
 
 from .completion_queue import CompletionQueue
 from .csr_bus import CSRBus
+from .ev_event_queue import EvEventQueue
 from .ev_prober import EvProber
 from .host_memory import MemReadPort, MemWritePort
 from .memory_share import MemoryShare
@@ -60,7 +61,8 @@ class Nic(wiring.Component):
         :class:`TxPipeline`.
     window, messages, max_frame, rx_timeout, max_segments : as :class:`RxPipeline` (its
         ``timeout`` is ``rx_timeout``); ``window`` is the send window too.
-    cq_depth : entries of the register completion queue (cq.*).
+    cq_depth : entries of the register completion queue (cq.*);  evq_depth : of the EV event
+        queue (evq.*).
 
     Attributes
     ----------
@@ -79,7 +81,7 @@ class Nic(wiring.Component):
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
                  backups=4, prefetch=2, window=256, messages=512, max_frame=9600,
-                 rx_timeout=1024, max_segments=4, cq_depth=64):
+                 rx_timeout=1024, max_segments=4, cq_depth=64, evq_depth=64):
         if not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")
         if max_usids > by_name("tpl.count").max_value:
@@ -101,13 +103,15 @@ class Nic(wiring.Component):
         self._prober = EvProber(qps, evs)
         self._status = PortStatusReporter(qps, planes)
         self._cq = CompletionQueue(qps, cq_depth)
+        self._evq = EvEventQueue(qps, evs, evq_depth)
         self._window = MemoryWindow(width)
         self._share = MemoryShare(width)
         self._bank = RegisterBank(
             constants={"global.data_width": width, "global.planes": planes, "global.qps": qps,
                        "global.evs": evs, "global.templates": templates,
                        "global.max_usids": max_usids, "global.spines": spines,
-                       "global.spares": backups, "cq.depth": cq_depth},
+                       "global.spares": backups, "cq.depth": cq_depth,
+                       "evq.depth": evq_depth},
             limits={"qp.write": qps - 1, "ev.qp": qps - 1, "rel.view_qp": qps - 1,
                     "ev.index": evs - 1, "tpl.write": templates - 1, "qp.template": templates - 1,
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1})
@@ -287,6 +291,14 @@ class Nic(wiring.Component):
                          up.path.eq(r.path),
                          up.management.eq(0), tx.ev_update.valid.eq(rel.ev_update.valid),
                          rel.ev_update.ready.eq(tx.ev_update.ready)]
+
+        # EV events: the spray scheduler's changes a controller subscribed to.
+        m.submodules.evq = evq = self._evq
+        m.d.comb += [evq.changed.payload.eq(tx.ev_changed.payload),
+                     evq.changed.valid.eq(tx.ev_changed.valid), evq.mask.eq(bank.evq_mask),
+                     bank.evq_count.eq(evq.count), bank.evq_entry.eq(evq.entry),
+                     bank.evq_overflows.eq(evq.overflows)]
+        wiring.connect(m, bank.evq_pop, evq.pop)
 
         # tpl.write: the staged tpl.* fields become that template.
         tpl = tx.template_write.payload

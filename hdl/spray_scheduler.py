@@ -78,6 +78,11 @@ class SprayScheduler(wiring.Component):
         load operation.
     replaced : Out(32)
         ASSUMED_BAD EVs replaced by a spare.
+    changed : Out(stream {qp, index, state, management, replaced, others}, always ready)
+        Each update that changed an entry, the cycle after: to GOOD from ASSUMED_BAD or DENIED,
+        to ASSUMED_BAD from use (``replaced``: a spare took its place; ``others``: the entries
+        of its path that went with it), to DENIED. SKIP, the NIC's own for one rotation, and
+        profile loads are not changes here.
     peer : In(stream {qp, planes}), always ready
         The planes QP ``qp``'s peer can receive on (its port status); every plane when a QP
         starts. A QP uses only planes both ready here and up at its peer, unless that leaves
@@ -121,6 +126,9 @@ class SprayScheduler(wiring.Component):
             "peer": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "planes": planes}), always_ready=True)),
             "bad_qp": In(qp_shape), "bad": Out(evs),
+            "changed": Out(stream.Signature(data.StructLayout({
+                "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1,
+                "replaced": 1, "others": evs}), always_ready=True)),
             "view_qp": In(qp_shape), "view_index": In(idx_shape), "view_state": Out(EvState),
         })
 
@@ -414,6 +422,10 @@ class SprayScheduler(wiring.Component):
                     with m.If(ld.index >= size[q]):
                         m.d.sync += size[q].eq(ld.index + 1)
 
+        chg = self.changed.payload
+        m.d.sync += [self.changed.valid.eq(0), chg.qp.eq(up.qp), chg.index.eq(up.index),
+                     chg.state.eq(up.state), chg.management.eq(up.management),
+                     chg.replaced.eq(0), chg.others.eq(0)]
         with m.If(self.update.valid & self.update.ready):
             for q in range(Q):
                 with m.If(up.qp == q):
@@ -437,14 +449,19 @@ class SprayScheduler(wiring.Component):
                         m.d.comb += update_refused.eq(1)
                     with m.Elif(up.state == EvState.GOOD):
                         m.d.sync += [bit(good).eq(1), bit(denied).eq(0), bit(bad).eq(0),
-                                     bit(skip_now).eq(0), bit(skip_next).eq(0)]
+                                     bit(skip_now).eq(0), bit(skip_next).eq(0),
+                                     self.changed.valid.eq(bit(bad) | is_denied)]
                     with m.Elif(up.state == EvState.SKIP):
                         m.d.sync += [bit(skip_now).eq(1), bit(skip_next).eq(1)]
                     with m.Elif(up.state == EvState.DENIED):
-                        m.d.sync += [bit(good).eq(0), bit(denied).eq(1), bit(bad).eq(0)]
+                        m.d.sync += [bit(good).eq(0), bit(denied).eq(1), bit(bad).eq(0),
+                                     self.changed.valid.eq(~is_denied)]
                     with m.Else():   # ASSUMED_BAD
                         m.d.sync += [good[q].eq(good[q] & ~siblings),
-                                     bad[q].eq(bad[q] | siblings)]
+                                     bad[q].eq(bad[q] | siblings),
+                                     self.changed.valid.eq(bit(good) | siblings.any()),
+                                     chg.others.eq(siblings),
+                                     chg.replaced.eq(Array(spares[q])[up_plane] != 0)]
                         for p in range(P):
                             with m.If(up_plane == p):
                                 with m.If(spares[q][p] != 0):

@@ -86,6 +86,8 @@ class TxPipeline(wiring.Component):
     ev_refused, ev_replaced : Out(32), the spray scheduler's ``ignored`` and ``replaced``
     status_sent : Out(32), port-status updates sent
     ev_view_qp, ev_view_index : In; ev_view_state : Out(EvState), that profile entry's state
+    ev_changed : Out(stream), always ready: the spray scheduler's ``changed``, each EV state
+        change
     peer : In(stream {qp, planes}), always ready: the planes a QP's peer can receive on (the
         spray scheduler's)
     hold : In, each QP's paths the spray scheduler should pass over (the reliability engine's)
@@ -139,6 +141,8 @@ class TxPipeline(wiring.Component):
             "status_sent": Out(32),
             "ev_view_qp": In(range(qps)), "ev_view_index": In(range(evs)),
             "ev_view_state": Out(EvState),
+            "ev_changed": Out(stream.Signature(
+                spray_sig["changed"].signature.members["payload"].shape, always_ready=True)),
             **{f"err_{r}": Out(32) for r in TX_ERROR_REASONS},
             **plane_members(width, planes),
         }
@@ -176,6 +180,8 @@ class TxPipeline(wiring.Component):
             self.requests.eq(seg.requests), self.ev_refused.eq(spray.ignored),
             self.ev_replaced.eq(spray.replaced), self.timestamp.eq(build.timestamp),
             spray.bad_qp.eq(self.bad_qp), self.bad.eq(spray.bad), spray.hold.eq(self.hold),
+            self.ev_changed.payload.eq(spray.changed.payload),
+            self.ev_changed.valid.eq(spray.changed.valid),
             spray.view_qp.eq(self.ev_view_qp), spray.view_index.eq(self.ev_view_index),
             self.ev_view_state.eq(spray.view_state),
         ]

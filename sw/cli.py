@@ -5,7 +5,7 @@
 ``regs`` alone prints the register map. Each object adds its parser in one function listed in
 :data:`_OBJECTS`. ``-j`` (JSON), ``-p`` (pretty JSON) and ``--target`` go before the object or
 after the verb. Verbs that act on a NIC (``dev show``, ``regs show``, ``regs set``, ``qp show``,
-``ev show``, ``stats``, ``write``, ``mem read``, ``mem write``, ``sim link``) reach it at
+``ev show``, ``ev events``, ``stats``, ``write``, ``mem read``, ``mem write``, ``sim link``) reach it at
 ``--target`` or ``$MRCNIC_TARGET`` (:mod:`mrcnic.target`).
 
 A bad argument, a bad or unreachable target, or a NIC this host does not know is one line on
@@ -24,6 +24,7 @@ import re
 import sys
 import time
 from dataclasses import fields
+from datetime import datetime
 
 from . import ev_expand, regmap
 
@@ -197,6 +198,86 @@ def _cmd_ev_state(args) -> int:
                        "did not take the change (tx.ev_refused counts why)", 1)
     if args.json:
         _print_json(args, {"qp": q, "index": args.index, "state": now.name})
+    return 0
+
+
+#: how often ev events -f reads the queue, in seconds
+_EVENTS_POLL = 0.2
+_EVENT_COLUMNS = ("time", "qp", "entry", "state", "by", "replaced", "others")
+
+
+def _event_row(when: datetime, change) -> dict:
+    return {"time": when.isoformat(timespec="milliseconds"), "qp": change.qp,
+            "entry": change.index, "state": change.state.name,
+            "by": "management" if change.management else "NIC", "replaced": change.replaced,
+            "others": sorted(change.others)}
+
+
+def _cmd_ev_events(args) -> int:
+    from . import driver, mgmt
+    with _device(args) as dev:
+        qps, evs = dev.info["qps"], dev.info["evs"]
+        try:
+            depth = dev.read("evq.depth")
+        except mgmt.StatusError as e:
+            if e.status is not mgmt.Status.BAD_ADDRESS:
+                raise _Refused(f"the NIC refused evq.depth: {e.status.name}", 1) from None
+            raise _Refused("the NIC has no EV event queue (nothing at evq.depth): it was built "
+                           "without one", 1) from None
+        found = _nic_call(dev.read, "evq.mask")
+        seen = _nic_call(dev.read, "evq.overflows")
+        # rows are printed as they come: the columns are as wide as the NIC's numbers can be
+        widths = (12, len(str(qps - 1)), len(str(evs - 1)), len("ASSUMED_BAD"), len("management"),
+                  len("replaced"), 0)
+        widths = [max(w, len(c)) for w, c in zip(widths, _EVENT_COLUMNS, strict=True)]
+
+        def line(cells):
+            print("  ".join(c.rjust(w) if i in (1, 2) else c.ljust(w)
+                            for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip())
+
+        rows, failing = [], True
+        try:
+            _nic_call(dev.regs.run, driver.set_ev_event_mask(driver.EVENT_STATES),
+                      what="evq.mask")
+            if not args.json:
+                line(_EVENT_COLUMNS)
+            while True:
+                changes, overflows = _nic_call(dev.regs.run, driver.ev_events(depth))
+                when = datetime.now()
+                for change in changes:
+                    row = _event_row(when, change)
+                    if args.json and args.follow:
+                        _print_json(args, row)
+                    elif args.json:
+                        rows.append(row)
+                    else:
+                        line([when.strftime("%H:%M:%S.%f")[:-3], str(change.qp),
+                              str(change.index), change.state.name, row["by"],
+                              "yes" if change.replaced else "no",
+                              ",".join(map(str, row["others"])) or "-"])
+                # the counter wraps at 32 bits: the difference modulo it is what was lost
+                lost, seen = (overflows - seen) % (1 << 32), overflows
+                if lost:
+                    sys.stdout.flush()
+                    print(f"{args.prog}: {lost} event(s) lost: the NIC's queue (evq.depth "
+                          f"{depth}) was full (evq.overflows)", file=sys.stderr)
+                if not args.follow:
+                    break
+                sys.stdout.flush()   # a reader of a pipe sees each event as it comes
+                time.sleep(_EVENTS_POLL)
+            failing = False
+        except KeyboardInterrupt:    # Ctrl-C is how -f ends
+            if not args.follow:
+                raise
+            failing = False
+        finally:
+            try:
+                _nic_call(dev.write, "evq.mask", found)
+            except _Refused:
+                if not failing:      # the failure that stopped it is the one to report
+                    raise
+    if args.json and not args.follow:
+        _print_json(args, rows)
     return 0
 
 
@@ -893,9 +974,8 @@ def _add_stats(sub) -> None:
     p = _verb_parser(
         sub, "stats", target=True, help="every counter of the NIC; -w: what moves, and how fast",
         description="Reads every counter register (docs/registers.md: the RO counts of the "
-                    "global, icrc, parser, tx, rx, rel, net, wq, cq and mem blocks; the "
-                    "per-plane ones for the "
-                    "NIC's planes) and prints one line each, block.name and value. With -w, "
+                    "global, icrc, parser, tx, rx, rel, net, wq, cq, mem and evq blocks; the "
+                    "per-plane ones for the NIC's planes) and prints one line each, block.name and value. With -w, "
                     "reads them again every SECONDS and prints, after each interval, the "
                     "counters that moved: value and rate per second over the interval, until "
                     "Ctrl-C (exit status 0). -j: a JSON object; with -w, one a line: "
@@ -934,6 +1014,22 @@ def _add_ev(sub) -> None:
         p.add_argument("index", metavar="INDEX", type=lambda t: _number(t, "entry"),
                        help="the profile entry (below global.evs)")
         p.set_defaults(func=_cmd_ev_state)
+    p = _verb_parser(
+        verbs, "events", target=True, help="the EV state changes the NIC reports",
+        description="Subscribes the NIC's EV event queue to changes to GOOD, ASSUMED_BAD and "
+                    "DENIED while it runs (evq.mask, put back as it was found afterwards), and "
+                    "prints each change it takes off the queue: when it was read, the QP, the "
+                    "entry of the QP's EV profile, the new state, whether management "
+                    "(ev.set_state) or the NIC made it, whether a spare EV took the entry's "
+                    "place, and the other entries of the QP that went ASSUMED_BAD with it, their "
+                    "path's. Without -f: what is queued, then it exits; with -f: it reads again "
+                    f"every {_EVENTS_POLL} s until Ctrl-C (exit status 0). Events lost to a full "
+                    "queue (evq.overflows) are a line on stderr. An event taken here is gone "
+                    "from the queue: a controller reading it too misses it. -j: a JSON array; "
+                    "with -f, one object a line.")
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="keep reading the queue until Ctrl-C")
+    p.set_defaults(func=_cmd_ev_events)
     rules = "\n".join(f"  {r.errno_name:<6} {r.name:<11} {r.text} ({r.source})"
                       for r in ev_expand.Rule)
     p = _verb_parser(

@@ -27,6 +27,8 @@ table per QP (``global.evs`` entries of 32-bit EVs) and one set of congestion re
 takes a profile when :meth:`Controller.bind_ev_profile` loads one into a QP's table or
 :meth:`Controller.apply_cc_profile` writes one into its registers, each only if the NIC puts on
 the wire exactly what the profile says. The EV expansion rule is :mod:`mrcnic.ev_expand`'s.
+EV events come from the NIC's EV event queue (evq.*), each change of a QP's table named as the
+profile EV loaded at that entry (:meth:`Controller.poll_ev_event`).
 Nothing here imports the gateware.
 """
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from dataclasses import replace as _copy
@@ -53,12 +56,13 @@ from .ctl_errors import (
 from .enums import EvState, SrMode
 from .ev_expand import MAX_EV_BYTES, EvField, EvProfile, FormatMode, FormatProfile
 from .evmap import EvLayout, Route, UsidTemplate, format_addr
+from .mgmt import Status, StatusError
 from .regclient import Program, RegisterClient, read
 
 __all__ = ["API_VERSION", "PROTOCOL_VERSIONS", "NSCC", "DEFAULT_CLOCK_HZ", "ProfileState",
            "EvMode", "Feature", "PortAdminState", "Ev", "UNPOPULATED", "EvOpEntry", "DeviceAttr",
            "NsccConfig", "FormatProfileInfo", "EvProfileInfo", "CcProfileInfo", "Binding",
-           "Controller"]
+           "EvEvent", "EvEventCq", "Controller"]
 
 #: the mrc_ctl.h revision this API follows (MRC_CTL_API_CURRENT_VERSION)
 API_VERSION = (1, 0, 1)
@@ -280,6 +284,46 @@ class Binding:
     entries: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class EvEvent:
+    """``struct mrc_ctl_ev_event``: EV ``ev`` (with its port) of profile ``profile_id`` became
+    ``state`` in QP ``qp``'s table.
+
+    ``drop_count`` is the header's without Feature.EV_EVENT_PRECISE_DROP_CNT: 1 when events
+    were lost just before this one, else 0. ``lost_changes`` says how many exactly, in the
+    NIC's unit: changes of a QP's table (evq.overflows), each one entry's or a path's, which
+    stand for 0 .. 65 events of the header's (the controller drops some, expands others).
+    ``management``: the controller (ev.set_state) made the change, not the NIC. ``replaced``:
+    a spare the NIC held took the EV's place; the entry holds an EV the profile does not have,
+    and the controller reports nothing more of it until the entry is written again.
+    """
+    profile_id: int
+    ev: Ev
+    state: EvState
+    qp: int
+    drop_count: int = 0
+    lost_changes: int = 0
+    management: bool = False
+    replaced: bool = False
+
+
+class EvEventCq:
+    """An EV event CQ (``mrc_ctl_create_ev_event_cq``): ``cqe`` as asked, ``depth`` the events
+    the NIC's queue holds (evq.depth). What the NIC queued waits here, in the host, until
+    polled, so none is lost once taken off the NIC."""
+
+    def __init__(self, cqe: int, depth: int, overflows: int):
+        self.cqe, self.depth = cqe, depth
+        self._waiting: deque[EvEvent] = deque()
+        self._overflows = overflows     # evq.overflows when last read
+        self._lost = 0                  # changes lost that no event has carried yet
+        self.destroyed = False
+
+    def __repr__(self) -> str:
+        return (f"EvEventCq(cqe={self.cqe}, depth={self.depth}"
+                f"{', destroyed' if self.destroyed else ''})")
+
+
 # What each state lets a modify change (ONLINE: what Feature.*_MODIFY_ONLINE adds), and what
 # must have been set before a profile enters a state. In INIT, attributes come with the move to
 # OFFLINE and follow its rules.
@@ -368,6 +412,9 @@ class Controller:
         self._ccs: dict[int, _Cc] = {}
         self._bound: dict[int, int] = {}        # QP -> the EV profile loaded into its table
         self._applied: int | None = None        # the CC profile in the NIC's registers
+        self._evcq: EvEventCq | None = None
+        self._nic_mask: frozenset | None = None  # evq.mask as last written (None: not known)
+        self._spared: dict[int, set[int]] = {}   # QP -> entries a spare now holds
 
     # -- the NIC ---------------------------------------------------------------------------
 
@@ -376,9 +423,18 @@ class Controller:
 
     def _identify(self) -> dict:
         try:
-            return self._run(driver.identify())
+            info = self._run(driver.identify())
         except InvalidArgument as e:       # the window answers, but not as an mrcnic's
             raise IoError(str(e)) from e
+        try:
+            depth = self._run(read("evq.depth"))
+        except IoError as e:
+            # a NIC built before the EV event queue has nothing at its address
+            cause = e.__cause__
+            if not (isinstance(cause, StatusError) and cause.status is Status.BAD_ADDRESS):
+                raise
+            depth = 0
+        return {**info, "evq_depth": depth}
 
     def _nic_states(self, qp: int) -> list[EvState]:
         # the look leaves the selectors it moves as they were, as the CLI's do
@@ -409,8 +465,11 @@ class Controller:
             # one set of rel.* registers, which every QP's window follows
             cc_max_profiles=1, cc_algorithms=(NSCC,),
             phy_port_mask=((1 << planes) - 1) << 1,
+            # not EV_EVENT_PRECISE_DROP_CNT: the NIC counts lost changes exactly, but a change
+            # stands for 0 .. 65 events of the header's (EvEvent.lost_changes)
             features=frozenset({Feature.EV_PROFILE_MODIFY_ONLINE,
-                                Feature.CC_PROFILE_MODIFY_ONLINE}))
+                                Feature.CC_PROFILE_MODIFY_ONLINE}
+                               | ({Feature.EV_EVENT} if info["evq_depth"] else set())))
 
     def query_device(self) -> DeviceAttr:
         """``mrc_ctl_query_device``: the controller attributes, from the NIC's ``global``
@@ -646,8 +705,11 @@ class Controller:
                 self._room("EV", self._evps, self._limit("ev_max_profiles"))
             if to is ProfileState.ONLINE:
                 self._ready(pid, new)
+        if event_mask is not None and p.bindings:
+            self._collect()       # what the NIC queued so far is filtered by the old mask
         new.state = to
         self._evps[pid] = new
+        self._sync_event_mask()
 
     @staticmethod
     def _event_mask(pid: int, mask) -> frozenset:
@@ -659,9 +721,6 @@ class Controller:
         if not states <= _EVENT_STATES:
             raise InvalidArgument(f"EV profile {pid}: an event mask names only GOOD and "
                                   f"ASSUMED_BAD, not {sorted(map(str, states - _EVENT_STATES))}")
-        if states:
-            raise NotPermitted(f"EV profile {pid}: the NIC has no EV event queue: it reports no "
-                               "state change, so the event mask must be empty")
         return states
 
     def _rebuild(self, pid: int, old: _EvProfile, new: _EvProfile) -> None:
@@ -785,9 +844,12 @@ class Controller:
                                            f"{b.entries[t]} of QP {qp}'s table, which is on port "
                                            f"{b.entries[t] % self._info['planes'] + 1}")
                     loads.append((qp, t, nic))
+            if loads:
+                self._collect()   # queued events name the old EVs
             for qp, t, nic in loads:
                 b = p.bindings[qp]
                 self._run(driver.replace_ev(qp, b.entries[t], nic, self._layout))
+                self._spared.get(qp, set()).discard(b.entries[t])
                 if state is not EvState.GOOD:
                     self._run(driver.set_ev_state(qp, b.entries[t], state))
                 nic_evs = list(b.nic_evs)
@@ -979,6 +1041,7 @@ class Controller:
                                 else Ev(ev.value), template, mode, f"EV {i} ({ev})")
                    for i, ev in enumerate(p.evs)]
         ports = [self._layout.plane(n) + 1 for n in nic_evs]
+        self._collect()          # queued events name what the table holds now
         try:
             loaded = self._run(driver.load_ev_profile(qp, nic_evs, self._layout))
         except InvalidArgument:
@@ -999,10 +1062,12 @@ class Controller:
         p.bindings[qp] = binding
         self._bound[qp] = pid
         p.evs = [Ev(ev.value, port) for ev, port in zip(p.evs, ports, strict=True)]
+        self._sync_event_mask()
         return binding
 
     def _forget(self, qp: int) -> None:
         """Drops the controller's record of what QP ``qp``'s table holds."""
+        self._spared.pop(qp, None)
         pid = self._bound.pop(qp, None)
         if pid is None:
             return
@@ -1016,8 +1081,10 @@ class Controller:
         and the profile it held is no longer in use there."""
         if not _is_uint(qp, self._info["qps"]):
             raise InvalidArgument(f"QP {qp!r} does not exist: this NIC has {self._info['qps']}")
+        self._collect()
         self._forget(qp)
         self._run(driver.clear_ev_profile(qp))
+        self._sync_event_mask()
 
     def binding(self, qp: int) -> Binding | None:
         """What the controller loaded into QP ``qp``'s table, if anything."""
@@ -1142,13 +1209,130 @@ class Controller:
         self._applied = pid
         return regs
 
-    # -- what the NIC has no means for -----------------------------------------------------
+    # -- EV events -------------------------------------------------------------------------
 
-    def create_ev_event_cq(self, cqe: int) -> None:
-        """``mrc_ctl_create_ev_event_cq``: refused (NotPermitted)."""
-        raise NotPermitted("the NIC has no EV event queue: it reports no EV state change "
-                           "(Feature.EV_EVENT is not offered); read the states instead "
-                           "(query_ev_states)")
+    def create_ev_event_cq(self, cqe: int) -> EvEventCq:
+        """``mrc_ctl_create_ev_event_cq``: the EV event CQ, of at least ``cqe`` events.
+
+        The NIC has one EV event queue of ``evq.depth`` events: TooBig (``.needed`` the depth)
+        for more, Busy while a CQ of this controller holds it. What the queue held before is
+        discarded (no CQ was there for it), and from now on the NIC queues the changes to
+        the states the event masks of the profiles loaded into a QP select (evq.mask, their
+        union: the NIC's mask is one for every QP)."""
+        if not _is_uint(cqe, _U32) or cqe == 0:
+            raise InvalidArgument(f"an EV event CQ holds 1 or more events, not {cqe!r}")
+        depth = self._info["evq_depth"]
+        if depth == 0:
+            raise NotPermitted("the NIC was built without an EV event queue (evq.depth 0): it "
+                               "reports no EV state change (Feature.EV_EVENT is not offered)")
+        if cqe > depth:
+            raise TooBig(f"an EV event CQ of {cqe} events: the NIC's EV event queue holds "
+                         f"{depth} (evq.depth), and more would be lost there", needed=depth)
+        if self._evcq is not None:
+            raise Busy(f"the NIC has one EV event queue, and {self._evcq} holds it: destroy "
+                       "that one first")
+        _, overflows = self._run(driver.ev_events(depth))
+        self._evcq = EvEventCq(cqe, depth, overflows)
+        self._sync_event_mask(force=True)
+        return self._evcq
+
+    def _live(self, cq) -> EvEventCq:
+        if not isinstance(cq, EvEventCq):
+            raise InvalidArgument(f"an EV event CQ is what create_ev_event_cq returned, not "
+                                  f"{cq!r}")
+        if cq is not self._evcq:
+            raise InvalidArgument(f"{cq} is not this controller's EV event CQ"
+                                  + (": it was destroyed" if cq.destroyed else ""))
+        return cq
+
+    def destroy_ev_event_cq(self, cq: EvEventCq) -> None:
+        """``mrc_destroy_cq`` of the EV event CQ: the NIC queues no more changes (evq.mask
+        0), and the events not polled go with the CQ."""
+        self._live(cq)
+        self._evcq, cq.destroyed = None, True
+        self._sync_event_mask(force=True)
+
+    def _sync_event_mask(self, force: bool = False) -> None:
+        """Sets evq.mask to the union of the event masks of the profiles loaded into a QP
+        (only those can have events), while an event CQ is there to take them; 0 otherwise."""
+        if self._evcq is None and not force:
+            return                         # left 0 when the CQ went, or as another tool left it
+        states = frozenset()
+        if self._evcq is not None:
+            states = states.union(*(p.event_mask or () for p in self._evps.values()
+                                    if p.bindings))
+        if force or states != self._nic_mask:
+            self._nic_mask = None          # not known if the write fails
+            self._run(driver.set_ev_event_mask(states))
+            self._nic_mask = states
+
+    def _profile_events(self, change: driver.EvEvent) -> list[EvEvent]:
+        """The header's events for one change the NIC queued: one for each of the entries
+        it covers (the entry, and with ``others`` the rest of its path) that holds an EV of
+        the profile loaded into the QP, if that profile's event mask selects the state."""
+        spared = self._spared.get(change.qp, set())
+        covered = [change.index, *sorted(change.others)]
+        known = [i for i in covered if i not in spared]
+        if change.replaced:
+            # the entry now holds a spare the controller does not know the value of
+            self._spared.setdefault(change.qp, set()).add(change.index)
+        pid = self._bound.get(change.qp)
+        # Dropped here, as the header's CQ would never see them: a change in a QP no profile
+        # of this controller is loaded into, and a state its profile's mask does not select
+        # (the NIC's mask is the union of every loaded profile's).
+        if pid is None:
+            return []
+        p = self._evps[pid]
+        if change.state not in (p.event_mask or ()):
+            return []
+        at = {entry: j for j, entry in enumerate(p.bindings[change.qp].entries)}
+        return [EvEvent(pid, p.evs[at[i]], change.state, change.qp,
+                        management=change.management,
+                        replaced=change.replaced and i == change.index)
+                for i in known if i in at]
+
+    def _collect(self) -> None:
+        """Takes every change the NIC queued into the CQ, as the header's events, while the
+        bindings that name their EVs are the ones they were made under."""
+        cq = self._evcq
+        if cq is None:
+            return
+        changes, overflows = self._run(driver.ev_events(cq.depth))
+        for change in changes:
+            for event in self._profile_events(change):
+                if cq._lost:
+                    event = _copy(event, drop_count=1, lost_changes=cq._lost)
+                    cq._lost = 0
+                cq._waiting.append(event)
+        # a change is lost when the queue is full: after the ones it held, which were just
+        # taken, so the next event carries the count
+        cq._lost += (overflows - cq._overflows) % _U32
+        cq._overflows = overflows
+
+    def poll_ev_event(self, cq: EvEventCq, max_events: int) -> list[EvEvent]:
+        """``mrc_ctl_poll_ev_event``: up to ``max_events`` events, oldest first ([] when
+        none is waiting).
+
+        Events are lost only in the NIC, when its queue is full; the first event after a loss
+        carries it (``drop_count``, ``lost_changes``). A loss with no event after it yet is
+        IoError, naming how many changes were lost (also its ``.lost_changes``), once."""
+        self._live(cq)
+        if not _is_uint(max_events, _U32) or max_events == 0:
+            raise InvalidArgument(f"max_events is the room for 1 or more events, not "
+                                  f"{max_events!r}")
+        if len(cq._waiting) < max_events:
+            self._collect()
+        out = [cq._waiting.popleft() for _ in range(min(max_events, len(cq._waiting)))]
+        if not out and cq._lost:
+            lost, cq._lost = cq._lost, 0
+            e = IoError(f"{lost} EV state change(s) were lost: the NIC's EV event queue "
+                        f"(evq.depth {cq.depth}) was full, and no event has followed them yet "
+                        "to carry the drop count")
+            e.lost_changes = lost
+            raise e
+        return out
+
+    # -- what the NIC has no means for -----------------------------------------------------
 
     def ep_batch_send_wait(self, op_type: str, requests, timeout_ns: int) -> None:
         """``mrc_ctl_ep_batch_send_wait``: refused (NotSupported)."""

@@ -25,6 +25,7 @@ from .regmap import (
     CQ_ENTRY,
     CQ_ROUTE_RECV,
     CQ_ROUTE_SEND,
+    EVQ_ENTRY,
     MAX_PLANES,
     MEM_WINDOW_BYTES,
     MRCNIC_ID,
@@ -46,7 +47,8 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
            "set_congestion", "congestion", "mac_int", "ip_int", "mac_text", "staged_qp",
            "keeping", "COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
-           "route_completions", "poll_cq", "cq_overflows", "mem_read", "mem_write"]
+           "route_completions", "poll_cq", "cq_overflows", "mem_read", "mem_write",
+           "EVENT_STATES", "EvEvent", "set_ev_event_mask", "ev_events"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -520,13 +522,13 @@ def tx_counters() -> Program:
 #: RO registers are not counts: parser.last_error is a reason code, ev.state one EV's state
 #: (:func:`ev_states`), net.port_up the ports' (:func:`ports`), rel.cwnd, rel.inflight,
 #: rel.rtt and rel.srtt one QP's (:func:`congestion`), cq.count and cq.entry the completion
-#: queue's (:func:`poll_cq`), and mem.error and mem.rdata the last memory access's
-#: (:func:`mem_read`).
+#: queue's (:func:`poll_cq`), evq.count and evq.entry the EV event queue's (:func:`ev_events`),
+#: and mem.error and mem.rdata the last memory access's (:func:`mem_read`).
 COUNTERS: tuple[str, ...] = tuple(
     r.path for r in REGISTERS if r.path in {
         BUS_ERRORS, "icrc.frames", "icrc.bad", "parser.frames", "parser.errors",
         "tx.requests", "tx.ev_refused", "tx.ev_replaced", "rx.frames", "net.disabled_drops",
-        "wq.posted", "cq.overflows", "mem.errors",
+        "wq.posted", "cq.overflows", "mem.errors", "evq.overflows",
         *(f"tx.err_{why}" for why in TX_ERROR_REASONS),
         *(f"tx.{what}_p{p}" for what in ("frames", "bytes") for p in range(MAX_PLANES)),
         *(f"rx.drop_{name}" for name in RX_FRONT_DROPS),
@@ -714,3 +716,60 @@ def mem_write(addr: int, data: bytes) -> Program:
         chunk = data[at - addr:at - addr + n]
         yield from write("mem.wdata", int.from_bytes(chunk, "little"))
         yield from _mem_access(at, n, 1, "write")
+
+
+# -- EV events ---------------------------------------------------------------------------
+
+#: the states an EV event can report (SKIP is the NIC's own, for one rotation)
+EVENT_STATES = (EvState.GOOD, EvState.ASSUMED_BAD, EvState.DENIED)
+
+
+@_refusals_checked
+def set_ev_event_mask(states) -> Program:
+    """Queues the EV state changes to the states given (GOOD, ASSUMED_BAD, DENIED) in the EV
+    event queue (evq.*), and no others; an empty set: none."""
+    states = set(states)
+    bad = [s for s in states if s not in EVENT_STATES]
+    if bad:
+        raise RegisterError(f"EV events report changes to {', '.join(s.name for s in EVENT_STATES)}"
+                            f", not {bad}")
+    yield from write("evq.mask", sum(1 << EvState(s).value for s in states))
+
+
+@dataclass(frozen=True)
+class EvEvent:
+    """One entry of the EV event queue (evq.entry, fields at regmap.EVQ_ENTRY): entry ``index``
+    of QP ``qp``'s EV table changed to ``state``; ``management`` set it (ev.set_state), not the
+    reliability engine; ``replaced``: a spare EV took the entry's place (ASSUMED_BAD);
+    ``others``: the entries of the QP that went ASSUMED_BAD with it, their path's."""
+    qp: int
+    index: int
+    state: EvState
+    management: bool
+    replaced: bool
+    others: frozenset[int]
+
+    @classmethod
+    def decode(cls, entry: int) -> EvEvent:
+        def field(name):
+            low, width = EVQ_ENTRY[name]
+            return entry >> low & ((1 << width) - 1)
+        others = field("others")
+        return cls(qp=field("qp"), index=field("index"), state=EvState(field("state")),
+                   management=bool(field("management")), replaced=bool(field("replaced")),
+                   others=frozenset(i for i in range(EVQ_ENTRY["others"][1]) if others >> i & 1))
+
+
+@_refusals_checked
+def ev_events(max_events: int) -> Program:
+    """Takes up to ``max_events`` events from the EV event queue, oldest first; and the events
+    lost so far because it was full (evq.overflows)."""
+    if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 0:
+        raise RegisterError(f"max_events {max_events!r} is not a number of at least 0")
+    waiting = yield from read("evq.count")
+    out = []
+    for _ in range(min(waiting, max_events)):
+        out.append(EvEvent.decode((yield from read("evq.entry"))))
+        yield from command("evq.pop", 1)
+    lost = yield from read("evq.overflows")
+    return out, lost

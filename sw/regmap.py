@@ -30,7 +30,7 @@ from dataclasses import dataclass
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
            "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
-           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "commands"]
+           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "commands"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0002  # major.minor in the two halves
@@ -396,6 +396,29 @@ _CQ = (
     _r("cq", "depth", 0x95C, 32, "CONST", 0, "Entries the completion queue holds."),
 )
 
+#: evq.entry's fields: name -> (lowest bit, width); ``others`` covers this many entries
+EVQ_OTHERS = 64
+EVQ_ENTRY = {"qp": (0, 16), "index": (16, 16), "state": (32, 2), "management": (34, 1),
+             "replaced": (35, 1), "others": (64, EVQ_OTHERS)}
+
+# EV events: the changes of EV state the reliability engine and management make, for the
+# controller (mrc_ctl.h's EV event queue).
+_EVQ = (
+    _r("evq", "mask", 0x9E0, 4, "RW", 0,
+       "Bit s: changes to EV state s are queued (1 GOOD, 4 ASSUMED_BAD, 8 DENIED; SKIP, the "
+       "NIC's own for one rotation, is never a change). 0: none."),
+    _r("evq", "count", 0x9E4, 16, "RO", 0, "Events waiting in the EV event queue."),
+    _r("evq", "pop", 0x9E8, 1, "CMD", 0, "Write 1: the oldest event leaves the queue."),
+    _r("evq", "overflows", 0x9EC, 32, "RO", 0,
+       "Events lost because the queue was full (evq.depth events): an exact count."),
+    _r("evq", "depth", 0x9F0, 32, "CONST", 0, "Events the EV event queue holds."),
+    _r("evq", "entry", 0xA00, 128, "RO", 0,
+       "The oldest event (all zero when none): bits 15:0 the QP, 31:16 the profile entry, "
+       "33:32 its new state, 34 set by management (ev.set_state), 35 a spare EV took the "
+       "entry's place (ASSUMED_BAD), 127:64 the other entries of the QP that went "
+       "ASSUMED_BAD with it, their path's (bit i: entry i)."),
+)
+
 #: the most bytes one mem.access moves (mem.wdata, mem.rdata)
 MEM_WINDOW_BYTES = 32
 
@@ -444,7 +467,7 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
     *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(), *_NET,
-    *_WQ, *_CQ, *_MEM,
+    *_WQ, *_CQ, *_MEM, *_EVQ,
 )
 
 

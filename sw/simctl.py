@@ -23,6 +23,7 @@ from .mgmt import MgmtClient, Status, StatusError
 from .regmap import Access, Register
 
 __all__ = ["BASE", "SIM_ID", "MAX_PLANES", "HOST_WORDS", "SEND_BASE", "RECV_BASE", "REGION",
+           "entry_path",
            "REGISTERS", "by_name", "link_word",
            "down_bit", "NotSimulation", "SimClient"]
 
@@ -36,6 +37,12 @@ HOST_WORDS = 256               # sim.host_data: one burst's worth
 SEND_BASE = 0x1000_0000        # a send buffer of 16 MiB per host
 RECV_BASE = 0x4000_0000        # QP q's receive region: RECV_BASE + q * REGION, R_Key 0x100 + q
 REGION = 1 << 24
+
+
+def entry_path(index: int, planes: int, spines: int) -> tuple[int, int]:
+    """(plane, spine) of entry ``index`` of every QP's EV profile as the simulation loads it:
+    planes in turn, then spines, so each path carries the same share."""
+    return index % planes, (index // planes) % spines
 
 
 def _r(name, offset, width, access, doc):

@@ -1,9 +1,10 @@
-"""cocotb test of the spray scheduler against a Python model of each QP's EV profile."""
+"""cocotb test of the spray scheduler against a Python model of each QP's EV profile; every
+update is also checked for the change it reports (``changed``), or for reporting none."""
 
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.axi import AxiStreamFrame
 
 from mrcnic.evmap import EvLayout
@@ -15,7 +16,7 @@ from mrcnic.verif.tbkit import params, setup, sink, source
 def _layouts(p):
     sig = SprayScheduler(p["qps"], p["evs"], p["planes"], p["backups"]).signature
     return {n: sig.members[n].signature.members["payload"].shape
-            for n in ("request", "grant", "load", "update")}
+            for n in ("request", "grant", "load", "update", "changed")}
 
 
 class Tb:
@@ -29,6 +30,16 @@ class Tb:
         self.profile = {q: [rng.getrandbits(32) for _ in range(self.size)] for q in range(p["qps"])}
         self.state = {q: [EvState.GOOD] * self.size for q in range(p["qps"])}
         self.spares = {(q, pl): [] for q in range(p["qps"]) for pl in range(P)}
+        self.changes = []          # what ``changed`` reported, in order
+        cocotb.start_soon(self._watch_changes())
+
+    async def _watch_changes(self):
+        while True:
+            await FallingEdge(self.dut.clk)
+            if int(self.dut.changed_tvalid.value):
+                c = decode(self.lay["changed"], int(self.dut.changed_tdata.value))
+                c["others"] = {i for i in range(self.size) if c["others"] >> i & 1}
+                self.changes.append(c)
 
     async def load_all(self):
         for q, evs in self.profile.items():
@@ -43,11 +54,40 @@ class Tb:
             encode(self.lay["load"], dict(qp=q, index=plane, ev=ev, op=LoadOp.SPARE))))
         await self.load.wait()
 
-    async def update(self, q, i, state, management=0, path=0):
+    async def update(self, q, i, state, management=0, path=0, others=None):
+        """Sends an update and checks the change it reports against the model's state before
+        it (the test keeps ``state`` as the gateware should have it): none for a refused one,
+        a SKIP, or no change; ``others``, the entries a path-wide ASSUMED_BAD takes with it."""
+        ignored = int(self.dut.ignored.value)
+        seen = len(self.changes)
         await self.upd.send(AxiStreamFrame(encode(self.lay["update"], dict(
             qp=q, index=i, state=state, management=management, path=path))))
         await self.upd.wait()
         await ClockCycles(self.dut.clk, 3)
+        refused = int(self.dut.ignored.value) != ignored
+        prior = self.state[q][i] if i < self.size else None
+        plane = i % self.p["planes"]
+        replaced = False
+        if refused or state == EvState.SKIP:
+            want = None
+        elif state == EvState.GOOD:
+            want = prior in (EvState.ASSUMED_BAD, EvState.DENIED)
+        elif state == EvState.DENIED:
+            want = prior != EvState.DENIED
+        else:
+            replaced = bool(self.spares[(q, plane)])
+            if replaced:
+                self.spares[(q, plane)].pop()
+            want = prior in (EvState.GOOD, EvState.SKIP) or bool(others)
+        got = self.changes[seen:]
+        if not want:
+            assert not got, f"update {q}/{i} -> {state.name} reported {got}"
+            return
+        assert len(got) == 1, f"update {q}/{i} -> {state.name} reported {got}, not one change"
+        expect = dict(qp=q, index=i, state=state, management=management, replaced=int(replaced),
+                      others=set(others or ()) if state == EvState.ASSUMED_BAD else set())
+        diff = {k: (got[0][k], v) for k, v in expect.items() if got[0][k] != v}
+        assert not diff, f"update {q}/{i} -> {state.name}: (got, want) by field {diff}"
 
     async def grants(self, qps, n):
         """n requests spread over ``qps``; returns the grants in order, each checked."""
@@ -148,6 +188,12 @@ async def spray_follows_the_rules(dut):
         await tb.update(0, i, EvState.GOOD, management=1)
         tb.state[0][i] = EvState.GOOD
 
+    # A GOOD entry told GOOD (a probe answered late) or ASSUMED_BAD twice changes nothing, and
+    # reports no change.
+    assert tb.state[0][0] == EvState.GOOD
+    await tb.update(0, 0, EvState.GOOD)
+    await tb.update(0, 0, EvState.GOOD, management=1)
+
     # ASSUMED_BAD with a spare on its plane: the spare takes the index, at once.
     plane = 5 % P
     await tb.add_spare(1, plane, 0xDEAD0001)
@@ -159,6 +205,7 @@ async def spray_follows_the_rules(dut):
     # Without a spare left: the EV leaves the profile until it is GOOD again.
     await tb.update(1, 5, EvState.ASSUMED_BAD)
     tb.state[1][5] = EvState.ASSUMED_BAD
+    await tb.update(1, 5, EvState.ASSUMED_BAD)
     await tb.grants([1], 10 * tb.size)
     await tb.update(1, 5, EvState.GOOD)
     tb.state[1][5] = EvState.GOOD
@@ -280,7 +327,7 @@ async def held_paths_wait_and_a_dead_path_goes_whole(dut):
     await ClockCycles(dut.clk, 2)
 
     # A dead path goes whole: one update retires every GOOD entry on it, no other.
-    await tb.update(0, on_dead[0], EvState.ASSUMED_BAD, path=1)
+    await tb.update(0, on_dead[0], EvState.ASSUMED_BAD, path=1, others=on_dead[1:])
     for i in on_dead:
         tb.state[0][i] = EvState.ASSUMED_BAD
     got = await states(0)

@@ -24,7 +24,7 @@ from mrcnic.hdl.rx_event import completion_layout as rx_completion_layout
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regclient import AsyncRegisterClient
-from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE
+from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, entry_path
 from mrcnic.verif.fabric import (
     FORMATS,
     frame_ev,
@@ -221,8 +221,8 @@ class System:
                 rkey=0x100 + q, mr_va=RECV_BASE + q * REGION, mr_length=REGION,
                 rx_psn=self._psn(peer, h, q), rx_msn=self._msn(peer, h, q))))
             # Entry i on plane i % planes, spines in turn: every path carries the same share.
-            evs = [self.layout.make(i % self.P, (i // self.P) % self.S,
-                                    self._entropy(h, q, i)) for i in range(self.E)]
+            evs = [self.layout.make(*entry_path(i, self.P, self.S), self._entropy(h, q, i))
+                   for i in range(self.E)]
             self.profiles[(h, q)] = await regs.run(driver.load_ev_profile(q, evs, self.layout))
         await regs.run(driver.set_reliability(RelMode.SELECTIVE, **self.sc.reliability))
         await regs.run(driver.set_ack_policy(*self.sc.ack_policy))

@@ -16,9 +16,9 @@ import pytest
 from mrcnic import driver
 from mrcnic.app import Context, WcOpcode
 from mrcnic.ctl_errors import InvalidArgument, IoError
-from mrcnic.enums import QpState, SrMode, WrStatus
+from mrcnic.enums import EvState, QpState, SrMode, WrStatus
 from mrcnic.regmap import MEM_WINDOW_BYTES
-from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, SimClient
+from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, SimClient, entry_path
 from mrcnic.target import Device
 from mrcnic.verif.cli_helpers import mrcnic
 from mrcnic.verif.fabric import nic_ip
@@ -41,13 +41,14 @@ def dev_qps(dev) -> int:
     return dev.read("global.qps")
 
 
-def _wait(ctx, cq, want: int) -> list:
-    """Polls until ``want`` work completions have come."""
+def _wait(ctx, cq, want: int, qp: int = QP) -> list:
+    """Polls until ``want`` work completions of QP ``qp`` have come (the CQ takes every QP's:
+    the other tests' QPs may have left some)."""
     got, deadline = [], time.monotonic() + POLL_SECONDS
     while len(got) < want:
         assert time.monotonic() < deadline, f"{len(got)} of {want} completions after " \
                                             f"{POLL_SECONDS} s: {got}"
-        got += ctx.poll_cq(cq, want - len(got))
+        got += [c for c in ctx.poll_cq(cq, want - len(got)) if c.qp_num == qp]
     return got
 
 
@@ -98,7 +99,7 @@ def test_a_write_lands_whole_and_completes_on_both_sides(nics, connected, size, 
         assert (got.opcode, got.qp_num, got.imm_data, got.status) == \
             (WcOpcode.RECV_RDMA_WITH_IMM, QP, imm, WrStatus.OK)
     # a write without an immediate completes nothing on the receiving side
-    assert ctx1.poll_cq(cq1, 4) == []
+    assert [c for c in ctx1.poll_cq(cq1, 16) if c.qp_num == QP] == []
 
 
 def test_the_nic_window_and_the_host_see_the_same_bytes(nics):
@@ -156,3 +157,72 @@ def test_completions_not_routed_stay_with_the_stream(nics, connected):
         assert dev0.read("cq.count") == 0
     finally:
         dev0.regs.run(driver.route_completions(True, True))
+
+
+def test_a_dead_spine_link_shows_in_the_ev_events_and_its_return_too(nics):
+    """EV events (evq.*) from the gateware: a spine link dies under a QP's traffic, and the
+    NIC reports every entry on that path ASSUMED_BAD, none of them GOOD while it stays dead;
+    the link comes back, the probes find it, and they are reported GOOD. Every event is a
+    real change (an entry's events alternate), and none is lost. (A healthy entry may be
+    taken for lost under the failover's reordering and reported ASSUMED_BAD: its probe then
+    brings it back, which the events must show too.)"""
+    (dev0, _, sim0), _ = nics
+    regs, q = dev0.regs, 0
+    planes, spines = sim0.info["planes"], sim0.info["spines"]
+    size = dev0.read("global.evs")
+    dead = {i for i in range(size) if entry_path(i, planes, spines) == (0, 1)}
+    regs.run(driver.set_ev_event_mask({EvState.GOOD, EvState.ASSUMED_BAD}))
+    while regs.run(driver.ev_events(64))[0]:
+        pass                                   # what earlier tests left
+    lost = dev0.read("evq.overflows")
+    route = dev0.read("cq.route")
+    regs.run(driver.route_completions(True, bool(route & 2)))
+    history = {i: [] for i in range(size)}     # each entry's states, as reported
+
+    def take():
+        for e in regs.run(driver.ev_events(64))[0]:
+            assert e.qp == q and not e.management and not e.replaced, f"unexpected {e}"
+            for i in (e.index, *sorted(e.others)):
+                assert not history[i] or history[i][-1] is not e.state, \
+                    f"entry {i} reported {e.state.name} twice running: {history[i]}"
+                history[i].append(e.state)
+
+    def until(done, seconds=POLL_SECONDS):
+        deadline = time.monotonic() + seconds
+        while not done() and time.monotonic() < deadline:
+            take()
+            time.sleep(0.1)
+        take()
+
+    try:
+        assert not sim0.set_link(0, 1, 1, False)
+        sim0.host_write(SEND_BASE, random.Random(5).randbytes(1 << 16))
+        for k in range(4):
+            regs.run(driver.post_write(q, 0x7000 + k, laddr=SEND_BASE, length=1 << 16,
+                                       va=RECV_BASE + q * REGION + (k << 16), rkey=0x100 + q))
+        done, deadline = set(), time.monotonic() + POLL_SECONDS
+        while len(done) < 4 and time.monotonic() < deadline:
+            done |= {c.wr_id for c in regs.run(driver.poll_cq(16))
+                     if not c.recv and c.qp == q and c.status is WrStatus.OK}
+        assert done == {0x7000 + k for k in range(4)}, "the writes did not ride out the failure"
+        until(lambda: all(history[i] for i in dead), seconds=5)
+        for i in dead:
+            assert history[i] == [EvState.ASSUMED_BAD], \
+                f"entry {i} of the dead path reported {history[i]} while it was down"
+        assert sim0.set_link(0, 1, 1, True)
+        mark = {i: len(h) for i, h in history.items()}
+        until(lambda: all(history[i][mark[i]:] == [EvState.GOOD] for i in dead))
+        for i in dead:
+            assert history[i][mark[i]:] == [EvState.GOOD], \
+                f"entry {i} of the dead path after its return: {history[i][mark[i]:]}"
+        # every entry ends in use, as the NIC's own states say (SKIP, left out for a rotation
+        # after an ECN mark, is in use), and its events said so last
+        until(lambda: all(not h or h[-1] is EvState.GOOD for h in history.values()))
+        states = regs.run(driver.ev_states(q))
+        assert set(states) <= {EvState.GOOD, EvState.SKIP}, states
+        assert all(not h or h[-1] is EvState.GOOD for h in history.values()), history
+        assert dev0.read("evq.overflows") == lost
+    finally:
+        sim0.set_link(0, 1, 1, True)
+        regs.run(driver.set_ev_event_mask(()))
+        dev0.write("cq.route", route)

@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -10,9 +11,13 @@ import pytest
 from scapy.compat import raw
 from scapy.utils import wrpcap
 
-from mrcnic import regmap
+from mrcnic import cli, driver, regmap
+from mrcnic.enums import EvState
+from mrcnic.mgmt import Status, StatusError
+from mrcnic.regclient import RegisterClient
 from mrcnic.verif import cli_helpers
 from mrcnic.verif.packets import random_mrc
+from mrcnic.verif.test_ctl import FakeNic
 
 
 def mrcnic(*args):
@@ -110,3 +115,117 @@ def test_write_and_mem_need_a_target():
         assert r.returncode == 2 and r.stderr.startswith(f"mrcnic {' '.join(args[:2])}"
                                                          if args[0] == "mem" else "mrcnic write")
         assert "no target: give --target URL" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("ev", "events", "now"), "unrecognized arguments: now"),
+    (("ev", "events", "-f", "0.5"), "unrecognized arguments: 0.5"),
+    (("ev", "events", "--every", "1"), "unrecognized arguments: --every 1"),
+])
+def test_ev_events_refuses_a_bad_argument_in_one_line_before_any_target(args, fragment):
+    env = {**os.environ, "MRCNIC_TARGET": "sim://127.0.0.1:9"}
+    r = subprocess.run([sys.executable, "-m", "mrcnic.cli", *args], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 2 and r.stdout == "", r
+    # argparse's top parser reports what no verb takes, as for every verb
+    assert r.stderr == f"mrcnic: {fragment} (see mrcnic -h)\n", r.stderr
+    env = {k: v for k, v in os.environ.items() if k != "MRCNIC_TARGET"}
+    r = cli_helpers.mrcnic("ev", "events", "-f", env=env)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    assert r.stderr.startswith("mrcnic ev events: no target: give --target URL")
+
+
+class FakeDevice:
+    """What ``ev events`` uses of a :class:`mrcnic.target.Device`, over a FakeNic."""
+
+    def __init__(self, nic):
+        self.regs = RegisterClient(nic)
+        self.info = self.regs.run(driver.identify())
+
+    def read(self, path):
+        return self.regs.read(path)
+
+    def write(self, path, value):
+        self.regs.write(path, value)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+GOOD, BAD, DENIED = EvState.GOOD, EvState.ASSUMED_BAD, EvState.DENIED
+#: a row: the time it was read, then qp, entry, state, by, replaced, others
+ROW = re.compile(r"\d\d:\d\d:\d\d\.\d{3}  +(\d+)  +(\d+)  (\S+) +(\S+) +(\S+) +(\S+)$")
+
+
+def events_of(monkeypatch, nic, *args):
+    monkeypatch.setattr(cli, "_device", lambda args, where=None: FakeDevice(nic))
+    return cli.main(["ev", "events", *args])
+
+
+def test_ev_events_prints_what_is_queued_and_puts_the_mask_back(monkeypatch, capsys):
+    nic = FakeNic(evq_depth=4)
+    mask = regmap.by_name("evq.mask").offset
+    nic.words[mask] = 0b1101
+    nic.change(2, 5, BAD, others={1, 3})
+    nic.change(0, 14, GOOD, management=True)
+    nic.change(3, 0, DENIED, management=True)
+    nic.change(1, 7, BAD, replaced=True)
+    nic.words[mask] = 0b0001                              # as a controller left it
+    assert events_of(monkeypatch, nic) == 0
+    out, err = capsys.readouterr()
+    header, *rows = out.splitlines()
+    assert header.split() == ["time", "qp", "entry", "state", "by", "replaced", "others"]
+    assert [ROW.match(r).groups() for r in rows] == [
+        ("2", "5", "ASSUMED_BAD", "NIC", "no", "1,3"), ("0", "14", "GOOD", "management", "no", "-"),
+        ("3", "0", "DENIED", "management", "no", "-"), ("1", "7", "ASSUMED_BAD", "NIC", "yes", "-")]
+    # the columns line up: every row as long as the widest, the numbers right-aligned
+    assert len({r.index("ASSUMED_BAD") for r in rows if "ASSUMED_BAD" in r}) == 1
+    assert err == "" and nic.events == []
+    written = [v for o, v in nic.writes if o == mask]
+    assert written == [0b1101, 0b0001] and nic.words[mask] == 0b0001
+    nic.change(2, 5, GOOD)                                # the controller's GOOD still queues
+    assert events_of(monkeypatch, nic, "-j") == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in row.items() if k != "time"} == {
+        "qp": 2, "entry": 5, "state": "GOOD", "by": "NIC", "replaced": False, "others": []}
+
+
+def test_ev_events_follows_until_ctrl_c_and_says_what_was_lost(monkeypatch, capsys):
+    nic = FakeNic(evq_depth=2)
+    reads = []
+
+    def sleep(seconds):                                   # the NIC changes between two reads
+        reads.append(seconds)
+        if len(reads) == 1:
+            for index in range(3):                        # the third finds the queue full
+                nic.change(1, index, BAD)
+        elif len(reads) == 2:
+            nic.change(1, 0, GOOD, management=True)
+        else:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.time, "sleep", sleep)
+    assert events_of(monkeypatch, nic, "-f", "-j") == 0
+    out, err = capsys.readouterr()
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert [(r["entry"], r["state"], r["by"]) for r in rows] == [
+        (0, "ASSUMED_BAD", "NIC"), (1, "ASSUMED_BAD", "NIC"), (0, "GOOD", "management")]
+    assert err == "mrcnic ev events: 1 event(s) lost: the NIC's queue (evq.depth 2) was full " \
+                  "(evq.overflows)\n"
+    assert reads == [0.2, 0.2, 0.2] and nic.word("evq.mask") == 0
+
+
+def test_ev_events_on_a_nic_without_the_queue_is_one_line(monkeypatch, capsys):
+    class Older(FakeNic):
+        def read(self, offset):
+            if regmap.by_offset(offset).path == "evq.depth":
+                raise StatusError(Status.BAD_ADDRESS, "nothing at the address")
+            return super().read(offset)
+
+    assert events_of(monkeypatch, Older()) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("mrcnic ev events: the NIC has no EV event queue (nothing at "
+                                 "evq.depth): it was built without one\n")

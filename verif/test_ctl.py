@@ -1,5 +1,6 @@
-"""The controller API (mrcnic.ctl): the OCP profile state machines and every refusal with its
-errno, against a word store that takes the EV commands as the NIC does; then a NIC of ``mrcnic
+"""The controller API (mrcnic.ctl): the OCP profile state machines, EV events and every refusal
+with its errno, against a word store that takes the EV commands and the EV event queue as the NIC
+does; then a NIC of ``mrcnic
 sim serve``, which loads a GENERATED SRv6 profile into a QP, changes an EV's state and takes a
 CC profile, each read back from its registers."""
 
@@ -13,6 +14,7 @@ from mrcnic.ctl import (
     UNPOPULATED,
     Controller,
     Ev,
+    EvEvent,
     EvMode,
     EvOpEntry,
     Feature,
@@ -67,16 +69,33 @@ def _path(offset):
 class FakeNic(FakeBus):
     """The register bank's words, with the EV commands taken as the NIC takes them: a table per
     QP whose entries ev.load writes (GOOD) or empties and ev.set_state changes; ev.state reads
-    the entry ev.qp and ev.index select, ASSUMED_BAD past the table's end."""
+    the entry ev.qp and ev.index select, ASSUMED_BAD past the table's end. And the EV event
+    queue (evq.*) of ``evq_depth`` entries, which a test fills through :meth:`change` as the
+    NIC's spray scheduler would."""
 
-    def __init__(self, **build):
+    def __init__(self, evq_depth=4, **build):
         super().__init__()
         for k, v in {**BUILD, **build}.items():
             self.words[regmap.by_name(f"global.{k}").offset] = v
+        self.words[regmap.by_name("evq.depth").offset] = evq_depth
         self.tables: dict[int, list[list]] = {}
+        self.events: list[int] = []
+        self.overflows = 0
 
     def word(self, path):
         return self.words[regmap.by_name(path).offset]
+
+    def change(self, qp, index, state, management=False, replaced=False, others=()):
+        """The NIC changed an entry: queued if evq.mask subscribes its state, counted lost if
+        the queue is full."""
+        if not self.word("evq.mask") >> state.value & 1:
+            return
+        if len(self.events) == self.word("evq.depth"):
+            self.overflows = (self.overflows + 1) & 0xFFFF_FFFF
+            return
+        fields = {"qp": qp, "index": index, "state": state.value, "management": management,
+                  "replaced": replaced, "others": sum(1 << i for i in others)}
+        self.events.append(sum(int(v) << regmap.EVQ_ENTRY[k][0] for k, v in fields.items()))
 
     def write(self, offset, value):
         super().write(offset, value)
@@ -89,16 +108,28 @@ class FakeNic(FakeBus):
             table[index] = [self.word("ev.value"), EvState.GOOD.value]
         elif _path(offset) == "ev.set_state" and index < len(table):
             table[index][1] = value
+        elif _path(offset) == "evq.pop" and value == 1 and self.events:
+            self.events.pop(0)
 
     def read(self, offset):
         if _path(offset) == "ev.state":
             table = self.tables.get(self.word("ev.qp"), [])
             index = self.word("ev.index")
             return table[index][1] if index < len(table) else EvState.ASSUMED_BAD.value
+        if _path(offset) == "evq.count":
+            return len(self.events)
+        if _path(offset) == "evq.overflows":
+            return self.overflows
+        if _path(offset) == "evq.entry":
+            word = (offset - regmap.by_name("evq.entry").offset) // 4
+            return (self.events[0] if self.events else 0) >> (32 * word) & 0xFFFF_FFFF
         return super().read(offset)
 
     def ev_writes(self):
         return [(_path(o), v) for o, v in self.writes if _path(o).startswith("ev.")]
+
+    def mask_writes(self):
+        return [v for o, v in self.writes if _path(o) == "evq.mask"]
 
 
 def controller(**build):
@@ -191,7 +222,26 @@ def test_query_device_says_what_the_registers_say():
     assert a.ev_modes == {EvMode.EXPLICIT, EvMode.GENERATED}
     assert (a.cc_max_profiles, a.cc_algorithms) == (1, (NSCC,))
     assert a.phy_port_mask == 0b110                                    # ports 1 and 2
-    assert a.features == {Feature.EV_PROFILE_MODIFY_ONLINE, Feature.CC_PROFILE_MODIFY_ONLINE}
+    assert a.features == {Feature.EV_PROFILE_MODIFY_ONLINE, Feature.CC_PROFILE_MODIFY_ONLINE,
+                          Feature.EV_EVENT}
+    # the lost changes are counted exactly, but a change is 0 .. 65 of the header's events
+    assert Feature.EV_EVENT_PRECISE_DROP_CNT not in a.features
+    assert Feature.EV_EVENT not in controller(evq_depth=0)[1].query_device().features
+
+    class Older(FakeNic):
+        """A NIC built before the EV event queue: nothing answers at its registers."""
+        status = Status.BAD_ADDRESS
+
+        def read(self, offset):
+            if _path(offset) == "evq.depth":
+                raise StatusError(self.status, "READ at 0x9f0: nothing at the address")
+            return super().read(offset)
+
+    older = Controller(RegisterClient(Older()))
+    assert Feature.EV_EVENT not in older.query_device().features
+    refused(NotPermitted, errno.EPERM, older.create_ev_event_cq, 1, match="without an EV event")
+    Older.status = Status.DENIED                        # any other refusal is the NIC failing
+    refused(IoError, errno.EIO, Controller, RegisterClient(Older()))
     # read now, not remembered: another build says otherwise
     nic.words[regmap.by_name("global.evs").offset] = 32
     assert ctl.query_device().ev_max_count == 128
@@ -219,9 +269,10 @@ def test_a_port_is_disabled_and_enabled_in_net_port_admin():
 
 def test_what_the_nic_has_no_means_for_is_refused_with_the_reason():
     _, ctl = controller()
-    refused(NotPermitted, errno.EPERM, ctl.create_ev_event_cq, 64, match="no EV event queue")
     refused(NotSupported, errno.ENOTSUP, ctl.ep_batch_send_wait, "EV_PROBE", [], 2_000_000,
             match="no register to ask")
+    _, ctl = controller(evq_depth=0)
+    refused(NotPermitted, errno.EPERM, ctl.create_ev_event_cq, 1, match="evq.depth 0")
 
 
 # -- EV format profiles ---------------------------------------------------------------------
@@ -339,8 +390,8 @@ def test_an_ev_profile_goes_round_its_state_machine():
     ({}, {"state": S.OFFLINE, "ev_count": 3}, InvalidArgument, "multiple of 2"),
     ({}, {"state": S.OFFLINE, "ev_count": 0}, InvalidArgument, "1 or more"),
     ({}, {"state": S.OFFLINE, "min_active": 2}, NotPermitted, "last GOOD EV"),
-    ({}, {"state": S.OFFLINE, "event_mask": {EvState.ASSUMED_BAD}}, NotPermitted,
-     "no EV event queue"),
+    ({}, {"state": S.OFFLINE, "event_mask": {EvState.DENIED}}, InvalidArgument,
+     "only GOOD and ASSUMED_BAD"),
     ({}, {"state": S.OFFLINE, "event_mask": {EvState.SKIP}}, InvalidArgument,
      "only GOOD and ASSUMED_BAD"),
     ({}, {"state": S.OFFLINE, "event_mask": 3}, InvalidArgument, "set of EvStates"),
@@ -715,6 +766,180 @@ def test_a_nic_that_refuses_an_access_while_loading_is_eio():
     refused(IoError, errno.EIO, ctl.bind_ev_profile, 7, 2, template=ONE_USID,
             match="refused 8 access")
     assert ctl.binding(2) is None                    # what the table holds is not known now
+
+
+# -- EV events --------------------------------------------------------------------------------
+
+GOOD, BAD, DENIED = EvState.GOOD, EvState.ASSUMED_BAD, EvState.DENIED
+STEV_EVS = [(LAYOUT.make(p, s, 0x5A5A_0000 | s << 4), p + 1) for s in range(2) for p in range(2)]
+
+
+def two_loaded(depth=4):
+    """Profile 7 (GENERATED SRv6; events GOOD and ASSUMED_BAD) in QP 2, profile 5 (EXPLICIT
+    STEV; events ASSUMED_BAD) in QP 1."""
+    nic, ctl = controller(evq_depth=depth)
+    srv6_format(ctl)
+    generated(ctl)
+    ctl.modify_ev_profile(7, event_mask={GOOD, BAD})
+    stev_explicit(ctl, STEV_EVS)
+    ctl.modify_ev_profile(5, event_mask={BAD})
+    return nic, ctl, ctl.bind_ev_profile(7, 2, template=ONE_USID), ctl.bind_ev_profile(5, 1)
+
+
+def test_one_event_cq_as_deep_as_the_nic_queue_and_its_refusals():
+    nic, ctl, b7, _ = two_loaded(depth=4)
+    nic.words[regmap.by_name("evq.mask").offset] = 0b1101        # another tool subscribed
+    nic.change(2, b7.entries[0], DENIED)
+    refused(InvalidArgument, errno.EINVAL, ctl.create_ev_event_cq, 0, match="1 or more")
+    refused(InvalidArgument, errno.EINVAL, ctl.create_ev_event_cq, "4")
+    e = refused(TooBig, errno.E2BIG, ctl.create_ev_event_cq, 5, match="holds 4 \\(evq.depth\\)")
+    assert e.needed == 4 and nic.events != []                         # refused: nothing taken
+    cq = ctl.create_ev_event_cq(4)
+    assert (cq.cqe, cq.depth) == (4, 4)
+    assert nic.events == [] and ctl.poll_ev_event(cq, 4) == []       # queued with no CQ there
+    assert nic.word("evq.mask") == 0b0101                             # GOOD, ASSUMED_BAD
+    refused(Busy, errno.EBUSY, ctl.create_ev_event_cq, 1, match="destroy that one first")
+    refused(InvalidArgument, errno.EINVAL, ctl.poll_ev_event, cq, 0, match="1 or more")
+    refused(InvalidArgument, errno.EINVAL, ctl.poll_ev_event, "cq", 1)
+    ctl.destroy_ev_event_cq(cq)
+    assert nic.word("evq.mask") == 0
+    refused(InvalidArgument, errno.EINVAL, ctl.poll_ev_event, cq, 1, match="destroyed")
+    refused(InvalidArgument, errno.EINVAL, ctl.destroy_ev_event_cq, cq)
+    again = ctl.create_ev_event_cq(1)
+    refused(InvalidArgument, errno.EINVAL, controller()[1].poll_ev_event, again, 1,
+            match="not this controller's")
+
+
+def test_the_nic_queues_the_union_of_the_loaded_profiles_masks_while_a_cq_is_there():
+    nic, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl)
+    ctl.modify_ev_profile(7, event_mask={GOOD})
+    stev_explicit(ctl, STEV_EVS)
+    ctl.modify_ev_profile(5, event_mask={BAD})
+    assert ctl.query_ev_profile(5).event_mask == {BAD}
+    ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    assert nic.mask_writes() == []                                    # no CQ to queue for
+    cq = ctl.create_ev_event_cq(4)
+    assert nic.word("evq.mask") == 0b0001                             # 5 is loaded nowhere
+    ctl.bind_ev_profile(5, 1)
+    assert nic.word("evq.mask") == 0b0101
+    ctl.modify_ev_profile(7, event_mask=())
+    assert nic.word("evq.mask") == 0b0100
+    ctl.modify_ev_profile(7, event_mask={GOOD, BAD})
+    assert nic.word("evq.mask") == 0b0101
+    writes = len(nic.mask_writes())
+    ctl.modify_ev_profile(5, event_mask={BAD})                        # the union is as it was
+    ctl.modify_ev_profile(7, event_mask={GOOD})
+    assert len(nic.mask_writes()) == writes
+    ctl.unbind_ev_profile(1)
+    assert nic.word("evq.mask") == 0b0001
+    ctl.unbind_ev_profile(2)
+    assert nic.word("evq.mask") == 0
+    ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    assert nic.word("evq.mask") == 0b0001
+    ctl.destroy_ev_event_cq(cq)
+    assert nic.word("evq.mask") == 0
+    writes = len(nic.mask_writes())
+    ctl.bind_ev_profile(5, 1)
+    assert len(nic.mask_writes()) == writes and nic.word("evq.mask") == 0
+
+
+def test_an_event_names_the_profiles_ev_at_the_entry_and_the_profiles_mask_filters():
+    nic, ctl, b7, b5 = two_loaded()
+    cq = ctl.create_ev_event_cq(4)
+    array7, array5 = ctl.query_ev_array(7), ctl.query_ev_array(5)
+    nic.change(2, b7.entries[3], BAD)
+    nic.change(1, b5.entries[2], GOOD, management=True)   # queued for 7's sake; 5 wants none
+    nic.change(3, 0, BAD)                                 # QP 3 holds no profile
+    nic.change(1, b5.entries[0], BAD)
+    assert ctl.poll_ev_event(cq, 8) == [EvEvent(7, array7[3].ev, BAD, qp=2),
+                                        EvEvent(5, array5[0].ev, BAD, qp=1)]
+    assert array7[3].ev.port == b7.entries[3] % 2 + 1 and array5[0].ev.port == STEV_EVS[0][1]
+    nic.change(2, b7.entries[3], GOOD, management=True)
+    (e,) = ctl.poll_ev_event(cq, 8)
+    assert (e.ev, e.state, e.management, e.replaced, e.drop_count) == (
+        array7[3].ev, GOOD, True, False, 0)
+    assert ctl.poll_ev_event(cq, 8) == [] and nic.events == []
+
+
+def test_a_path_change_is_an_event_for_each_entry_it_covers():
+    nic, ctl, b7, _ = two_loaded()
+    cq = ctl.create_ev_event_cq(4)
+    array = ctl.query_ev_array(7)
+    first, *rest = (b7.entries[i] for i in (5, 1, 3))
+    nic.change(2, first, BAD, others={*rest, 12})         # entry 12 holds none of the 8 EVs
+    want = [EvEvent(7, array[b7.entries.index(i)].ev, BAD, qp=2) for i in [first, *sorted(rest)]]
+    assert ctl.poll_ev_event(cq, 2) == want[:2]            # the third waits in the CQ
+    assert nic.events == []
+    assert ctl.poll_ev_event(cq, 2) == want[2:]
+
+
+def test_changes_lost_in_a_full_queue_are_carried_by_the_next_event():
+    nic, ctl, b7, _ = two_loaded(depth=4)
+    nic.overflows = 0xFFFF_FFFF                           # the counter wraps on the next loss
+    cq = ctl.create_ev_event_cq(4)
+    array = ctl.query_ev_array(7)
+    for i in range(6):
+        nic.change(2, b7.entries[i], BAD)                 # two find the queue full
+    got = ctl.poll_ev_event(cq, 8)
+    assert [e.ev for e in got] == [array[i].ev for i in range(4)]
+    assert {(e.drop_count, e.lost_changes) for e in got} == {(0, 0)}
+    # nothing follows the loss yet: it is said once, as an error
+    e = refused(IoError, errno.EIO, ctl.poll_ev_event, cq, 8, match="2 EV state change")
+    assert e.lost_changes == 2
+    assert ctl.poll_ev_event(cq, 8) == []
+    for i in range(5):
+        nic.change(2, b7.entries[i], GOOD)                # one lost
+    assert [e.drop_count for e in ctl.poll_ev_event(cq, 8)] == [0] * 4
+    nic.change(3, 0, BAD)                                 # dropped: it carries nothing
+    nic.change(2, b7.entries[6], BAD)
+    (e,) = ctl.poll_ev_event(cq, 8)
+    assert (e.ev, e.drop_count, e.lost_changes) == (array[6].ev, 1, 1)
+    nic.change(2, b7.entries[7], BAD)
+    assert ctl.poll_ev_event(cq, 8)[0].drop_count == 0
+
+
+def test_an_entry_a_spare_took_is_reported_once_then_no_longer_the_profiles():
+    nic, ctl, b7, b5 = two_loaded()
+    cq = ctl.create_ev_event_cq(4)
+    array = ctl.query_ev_array(7)
+    entry = b7.entries[4]
+    nic.change(2, entry, BAD, replaced=True)
+    (e,) = ctl.poll_ev_event(cq, 8)
+    assert (e.ev, e.state, e.replaced) == (array[4].ev, BAD, True)
+    nic.change(2, entry, GOOD)                            # the spare's change, not the EV's
+    nic.change(2, b7.entries[5], BAD, others={entry})
+    assert [(x.ev, x.replaced) for x in ctl.poll_ev_event(cq, 8)] == [(array[5].ev, False)]
+    b7 = ctl.bind_ev_profile(7, 2, template=ONE_USID)     # loaded again: the profile's EVs
+    nic.change(2, entry, GOOD)
+    assert [x.ev for x in ctl.poll_ev_event(cq, 8)] == [array[4].ev]
+    # REPLACE_EV writes the entry: it holds the profile's EV again
+    old = ctl.query_ev_array(5)[1].ev
+    nic.change(1, b5.entries[1], BAD, replaced=True)
+    nic.change(1, b5.entries[1], BAD)
+    assert [x.ev for x in ctl.poll_ev_event(cq, 8)] == [old]
+    new = Ev(LAYOUT.make(1, 2, 0x10).to_bytes(4, "big"), 2)
+    ctl.replace_evs(5, [EvOpEntry(old, new, GOOD)])
+    nic.change(1, b5.entries[1], BAD)
+    assert [x.ev for x in ctl.poll_ev_event(cq, 8)] == [new]
+
+
+def test_events_queued_before_a_table_changes_name_what_it_held():
+    nic, ctl, b7, _ = two_loaded()
+    cq = ctl.create_ev_event_cq(4)
+    array = ctl.query_ev_array(7)
+    nic.change(2, b7.entries[0], BAD)
+    ctl.unbind_ev_profile(2)
+    nic.change(2, b7.entries[1], BAD)                     # QP 2 holds nothing now
+    assert ctl.poll_ev_event(cq, 8) == [EvEvent(7, array[0].ev, BAD, qp=2)]
+    assert array[0].ev.port != 0                          # the port it had while loaded
+    # a mask change filters what was queued before it by the mask it had
+    b7 = ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    nic.change(2, b7.entries[2], GOOD)
+    ctl.modify_ev_profile(7, event_mask={BAD})
+    nic.change(2, b7.entries[3], GOOD)
+    assert [(e.ev, e.state) for e in ctl.poll_ev_event(cq, 8)] == [(array[2].ev, GOOD)]
 
 
 # -- CC profiles ----------------------------------------------------------------------------

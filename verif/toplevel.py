@@ -77,6 +77,8 @@ class AxisTop(Elaboratable):
             for suffix, v in list(parts.items()) + [("tvalid", value.valid)]:
                 s = self._port(f"{name}_{suffix}", len(v))
                 self._stmts.append(v.eq(s) if is_sink else s.eq(v))
+            if not is_sink and sig.always_ready:
+                return                    # no tready: whatever watches it takes every beat
             r = self._port(f"{name}_tready", 1)
             self._stmts.append(r.eq(value.ready) if is_sink else value.ready.eq(r))
             return
