@@ -1,6 +1,6 @@
 """The NIC: the register bank and the datapath (TX and RX) it configures and observes."""
 
-from amaranth import Cat, Module, Signal, Value
+from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -9,7 +9,7 @@ from mrcnic.regmap import MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
 from .completion_queue import CompletionQueue
 from .csr_bus import CSRBus
 from .ev_event_queue import EvEventQueue
-from .ev_prober import EvProber
+from .ev_prober import EvProber, probe_layout
 from .host_memory import MemReadPort, MemWritePort
 from .memory_share import MemoryShare
 from .memory_window import MemoryWindow
@@ -114,7 +114,8 @@ class Nic(wiring.Component):
                        "evq.depth": evq_depth},
             limits={"qp.write": qps - 1, "ev.qp": qps - 1, "rel.view_qp": qps - 1,
                     "ev.index": evs - 1, "tpl.write": templates - 1, "qp.template": templates - 1,
-                    "tpl.count": max_usids, "tpl.spine_index": max_usids - 1})
+                    "tpl.count": max_usids, "tpl.spine_index": max_usids - 1,
+                    "ep.qp": qps - 1, "ep.entry": evs - 1})
         members = {
             "bus": In(CSRBus()),
             "wr": In(stream.Signature(work_request_layout())),
@@ -234,7 +235,26 @@ class Nic(wiring.Component):
         # The receive side's acknowledgements, the prober's probes and the port status leave
         # through the TX side's acknowledgement path.
         wiring.connect(m, rx.ack, tx.ack)
-        wiring.connect(m, prober.probe, tx.probe)
+        # The controller's probes (ep.probe) beside the prober's: one on a plane whose port is
+        # down would wait for it, and every acknowledgement behind it, so it is refused.
+        m.submodules.probe_merge = probes = RecordMerge(probe_layout(self._params["qps"]), 2)
+        mine = probes.i0.payload
+        ep_ts = Signal(16)                    # the send time, held while the probe is offered
+        with m.If(~bank.ep_probe.valid):
+            m.d.sync += ep_ts.eq(tx.timestamp)
+        plane_up = bank.net_port_up.bit_select(bank.ep_entry % planes, 1)
+        m.d.comb += [mine.qp.eq(bank.ep_qp), mine.entry.eq(bank.ep_entry), mine.ts.eq(ep_ts),
+                     probes.i0.valid.eq(bank.ep_probe.valid & plane_up),
+                     bank.ep_probe.ready.eq(Mux(plane_up, probes.i0.ready, 1))]
+        with m.If(bank.ep_probe.valid & ~plane_up):
+            m.d.sync += bank.ep_refused.eq(bank.ep_refused + 1)
+        wiring.connect(m, prober.probe, probes.i1)
+        wiring.connect(m, probes.o, tx.probe)
+        answer = rel.probe_answer.payload
+        with m.If(rel.probe_answer.valid & (answer.qp == bank.ep_qp)
+                  & (answer.index == bank.ep_entry)):
+            m.d.sync += [bank.ep_answers.eq(bank.ep_answers + 1), bank.ep_rtt.eq(answer.rtt)]
+        wiring.connect(m, bank.ep_status, status.kick)
         wiring.connect(m, status.status, tx.status)
         m.d.comb += [prober.bad.eq(tx.bad), tx.bad_qp.eq(prober.bad_qp),
                      prober.now.eq(tx.timestamp), prober.interval.eq(bank.rel_probe_interval),

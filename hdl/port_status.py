@@ -31,6 +31,9 @@ class PortStatusReporter(wiring.Component):
     Attributes
     ----------
     status : Out(stream status_layout(qps))
+    kick : In(stream.Signature(1)): a round now (an endpoint request); taken while no round
+        is under way (a change then starts one too), and while the NIC is disabled (when
+        nothing is sent)
     port_ready : In(planes), each port's own readiness
     enable : In(1);  interval : In(24);  now : In(16), the TX timestamp counter
     """
@@ -41,6 +44,7 @@ class PortStatusReporter(wiring.Component):
         self._qps, self._planes = qps, planes
         super().__init__({
             "status": Out(stream.Signature(status_layout(qps))),
+            "kick": In(stream.Signature(1)),
             "port_ready": In(planes), "enable": In(1),
             "interval": In(INTERVAL_BITS), "now": In(16),
         })
@@ -60,6 +64,7 @@ class PortStatusReporter(wiring.Component):
         changed = self.port_ready != told
         with m.FSM():
             with m.State("WAIT"):
+                m.d.comb += self.kick.ready.eq(1)       # a change starts a round anyway
                 m.d.sync += timer.eq(timer + 1)
                 with m.If(~self.enable | (self.interval == 0)):
                     # a repeat comes a whole interval after the register is set
@@ -69,7 +74,8 @@ class PortStatusReporter(wiring.Component):
                 with m.Elif(changed):
                     m.d.sync += [told.eq(self.port_ready), qp.eq(0), timer.eq(0)]
                     m.next = "SEND"
-                with m.Elif((self.interval != 0) & (timer + 1 >= self.interval)):
+                with m.Elif(self.kick.valid
+                            | ((self.interval != 0) & (timer + 1 >= self.interval))):
                     m.d.sync += [qp.eq(0), timer.eq(0)]
                     m.next = "SEND"
             with m.State("SEND"):

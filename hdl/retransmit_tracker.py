@@ -172,6 +172,8 @@ class RetransmitTracker(wiring.Component):
         numbered by :meth:`mrcnic.evmap.EvLayout.path`).
     peer : Out(stream {qp, planes}), always ready: the planes a QP's peer can receive on
     cpl : Out(stream completion_layout): work requests completed (status OK).
+    probe_answer : Out(stream {qp, index, rtt}), always ready: each probe answered, the entry
+        it was sent on and its round trip (the TX timestamp's cycles).
     gate_qp, gate_psn, gate_length : In; gate_open : Out, whether QP ``gate_qp`` may send
         PSN ``gate_psn`` (it is less than ``window`` past ``una``, and the QP's bytes in flight
         are below its window); gate_take : In, it is sent: its bytes count from now, so the
@@ -207,6 +209,8 @@ class RetransmitTracker(wiring.Component):
                 "qp": range(qps), "index": range(evs), "state": EvState, "path": 1}))),
             "hold": Out(data.ArrayLayout(self._layout.paths, qps)),
             "cpl": Out(stream.Signature(completion_layout(qps))),
+            "probe_answer": Out(stream.Signature(data.StructLayout({
+                "qp": range(qps), "index": range(evs), "rtt": TIME_BITS}), always_ready=True)),
             "peer": Out(stream.Signature(data.StructLayout({
                 "qp": range(qps), "planes": planes}), always_ready=True)),
             "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_length": In(13),
@@ -543,6 +547,10 @@ class RetransmitTracker(wiring.Component):
                                  self.ev_update.payload.state.eq(EvState.GOOD)]
                     with m.If(self.ev_update.ready):
                         count("probes_answered")
+                        pa = self.probe_answer.payload
+                        m.d.comb += [self.probe_answer.valid.eq(1), pa.qp.eq(cq),
+                                     pa.index.eq(self.ev_update.payload.index),
+                                     pa.rtt.eq((self.now - f_ts)[:TIME_BITS])]
                         m.d.comb += sus_clr.eq(path_bit(f_ent))     # the path works
                         for q in range(Q):
                             with m.If(cq == q):

@@ -5,7 +5,8 @@
 ``regs`` alone prints the register map. Each object adds its parser in one function listed in
 :data:`_OBJECTS`. ``-j`` (JSON), ``-p`` (pretty JSON) and ``--target`` go before the object or
 after the verb. Verbs that act on a NIC (``dev show``, ``regs show``, ``regs set``, ``qp show``,
-``ev show``, ``ev events``, ``stats``, ``write``, ``mem read``, ``mem write``, ``sim link``) reach it at
+``ev show``, ``ev events``, ``port show``, ``port set``, ``port announce``, ``probe``, ``stats``,
+``write``, ``mem read``, ``mem write``, ``sim link``) reach it at
 ``--target`` or ``$MRCNIC_TARGET`` (:mod:`mrcnic.target`).
 
 A bad argument, a bad or unreachable target, or a NIC this host does not know is one line on
@@ -314,6 +315,68 @@ def _cmd_port_set(args) -> int:
         up = _nic_call(dev.read, "net.port_up") >> (port - 1) & 1
     if args.json:
         _print_json(args, {"port": port, "admin": args.admin, "state": "up" if up else "down"})
+    return 0
+
+
+def _cmd_port_announce(args) -> int:
+    from . import driver, regclient
+    with _device(args) as dev:
+        if not _nic_call(dev.read, "global.control") & 1:
+            raise _Refused("the NIC is disabled (global.control bit 0 is clear) and sends no "
+                           "port status: nothing sent", 1)
+        up = _nic_call(dev.read, "net.port_up")
+        try:
+            _nic_call(dev.regs.run, driver.port_status_update(), what="ep.status")
+        except regclient.RegisterError as e:
+            raise _Refused(f"the NIC refused it: {e}", 1) from None
+    if args.json:
+        _print_json(args, {"ports_up": [p + 1 for p in range(dev.info["planes"]) if up >> p & 1]})
+    return 0
+
+
+#: how often probe reads ep.answers while it waits, in seconds
+_PROBE_POLL = 0.002
+
+
+def _cmd_probe(args) -> int:
+    from . import driver, mgmt, regclient
+    from .ctl import DEFAULT_CLOCK_HZ
+    clock_hz = DEFAULT_CLOCK_HZ if args.clock_mhz is None else args.clock_mhz * 1e6
+    with _device(args) as dev:
+        (q,) = _qps(args, dev)
+        evs = dev.info["evs"]
+        if args.entry >= evs:
+            raise _Refused(f"entry {args.entry} does not exist: a profile of this NIC has "
+                           f"entries 0 .. {evs - 1} (global.evs)")
+        try:
+            dev.read("ep.refused")
+        except mgmt.StatusError as e:
+            if e.status is not mgmt.Status.BAD_ADDRESS:
+                raise _Refused(f"the NIC refused ep.refused: {e.status.name}", 1) from None
+            raise _Refused("the NIC has no endpoint requests (nothing at ep.refused): it was "
+                           "built without them", 1) from None
+        except mgmt.Unreachable as e:
+            raise _Refused(f"the target stopped answering: {e}") from None
+        try:
+            before = _nic_call(dev.regs.run, driver.probe_start(q, args.entry),
+                               what="the probe")
+        except regclient.RegisterError as e:
+            raise _Refused(str(e), 1) from None
+        deadline = time.monotonic() + args.timeout
+        while True:
+            answers, rtt = _nic_call(dev.regs.run, driver.probe_result())
+            if answers != before:        # a 32-bit count: moved, not grown
+                break
+            if time.monotonic() > deadline:
+                raise _Refused(f"QP {q} entry {args.entry}: no answer within {args.timeout:g} s "
+                               "(the path is dead, or the QP's peer does not answer)", 1)
+            time.sleep(_PROBE_POLL)
+    row = {"qp": q, "entry": args.entry, "rtt_cycles": rtt,
+           "rtt_ns": int(rtt * 1e9 / clock_hz + 0.5)}       # to the nearest, half up
+    if args.json:
+        _print_json(args, row)
+    else:
+        _print_table([[str(v) for v in row.values()]], header=list(row), right=range(4))
     return 0
 
 
@@ -968,14 +1031,57 @@ def _add_port(sub) -> None:
     p.add_argument("what", choices=["admin"], help="what to set")
     p.add_argument("admin", choices=["up", "down"], metavar="up|down")
     p.set_defaults(func=_cmd_port_set)
+    p = _verb_parser(
+        verbs, "announce", target=True, help="tell every peer now which of the ports are up",
+        description="The NIC sends its port status (which of its ports are up) to the peer of "
+                    "every RTR or RTS QP now, as it does of its own accord when a port changes "
+                    "and every rel.status_interval (ep.status; rel.status_sent counts them). It "
+                    "cannot address one peer. A NIC that is disabled (global.control bit 0) "
+                    "sends none: exit status 1, nothing sent. -j: {ports_up}, the ports up as "
+                    "read just before (net.port_up).")
+    p.set_defaults(func=_cmd_port_announce)
+
+
+def _clock_mhz(text: str) -> float:
+    if not re.fullmatch(r"[0-9]+(\.[0-9]*)?|\.[0-9]+", text) or not float(text) > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a clock in MHz above 0 (e.g. 250 or "
+                                         "156.25)")
+    return float(text)
+
+
+def _add_probe(sub) -> None:
+    qp_width, entry_width = regmap.by_name("ep.qp").width, regmap.by_name("ep.entry").width
+    p = _verb_parser(
+        sub, "probe", target=True, help="probe one entry of a QP's EV profile and time its answer",
+        description="Sends a probe on entry ENTRY of QP QP's EV profile (ep.qp, ep.entry, "
+                    "ep.probe), as the NIC's own probes of ASSUMED_BAD entries go, and waits for "
+                    "its answer (ep.answers moves), then prints the round trip the NIC measured "
+                    "(ep.rtt, cycles, at most 65535) and in ns at --clock-mhz. The answer is the "
+                    "next one heard for that entry, the NIC's own probe's if one comes first; it "
+                    "makes the entry GOOD again. The RTT includes the peer's time to answer. No "
+                    "answer within --timeout, or a port that is down (the probe is refused, "
+                    "ep.refused), is one line and exit status 1. -j: {qp, entry, rtt_cycles, "
+                    "rtt_ns}.")
+    p.add_argument("qp", metavar="QP", type=_bounded("QP", 0, (1 << qp_width) - 1),
+                   help="the QP (decimal or 0x-hex, below global.qps)")
+    p.add_argument("entry", metavar="ENTRY", type=_bounded("entry", 0, (1 << entry_width) - 1),
+                   help="the entry of its EV profile (below global.evs); entry i leaves on "
+                        "port i %% global.planes + 1")
+    p.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=1.0,
+                   help="how long to wait for the answer (default 1)")
+    p.add_argument("--clock-mhz", metavar="MHZ", type=_clock_mhz,
+                   help="the NIC's clock, which turns cycles into ns (no register reports it; "
+                        "default: mrcnic.ctl.DEFAULT_CLOCK_HZ, the simulation's)")
+    p.set_defaults(func=_cmd_probe)
 
 
 def _add_stats(sub) -> None:
     p = _verb_parser(
         sub, "stats", target=True, help="every counter of the NIC; -w: what moves, and how fast",
         description="Reads every counter register (docs/registers.md: the RO counts of the "
-                    "global, icrc, parser, tx, rx, rel, net, wq, cq, mem and evq blocks; the "
-                    "per-plane ones for the NIC's planes) and prints one line each, block.name and value. With -w, "
+                    "global, icrc, parser, tx, rx, rel, net, wq, cq, mem, evq and ep blocks; "
+                    "the per-plane ones for the NIC's planes) and prints one line each, "
+                    "block.name and value. With -w, "
                     "reads them again every SECONDS and prints, after each interval, the "
                     "counters that moved: value and rate per second over the interval, until "
                     "Ctrl-C (exit status 0). -j: a JSON object; with -w, one a line: "
@@ -1146,7 +1252,7 @@ def _add_mem(sub) -> None:
 
 #: One function per object: each adds its parser and verbs.
 _OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim, _add_qp, _add_port,
-            _add_stats, _add_write, _add_mem)
+            _add_probe, _add_stats, _add_write, _add_mem)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -28,14 +28,18 @@ takes a profile when :meth:`Controller.bind_ev_profile` loads one into a QP's ta
 :meth:`Controller.apply_cc_profile` writes one into its registers, each only if the NIC puts on
 the wire exactly what the profile says. The EV expansion rule is :mod:`mrcnic.ev_expand`'s.
 EV events come from the NIC's EV event queue (evq.*), each change of a QP's table named as the
-profile EV loaded at that entry (:meth:`Controller.poll_ev_event`).
+profile EV loaded at that entry (:meth:`Controller.poll_ev_event`). Endpoint requests go
+through ep.*: a probe of a profile EV's entry, timed by the NIC, and a port-status round to
+every peer (:meth:`Controller.ep_batch_send_wait`).
 Nothing here imports the gateware.
 """
 
 from __future__ import annotations
 
 import enum
+import errno
 import math
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -62,7 +66,7 @@ from .regclient import Program, RegisterClient, read
 __all__ = ["API_VERSION", "PROTOCOL_VERSIONS", "NSCC", "DEFAULT_CLOCK_HZ", "ProfileState",
            "EvMode", "Feature", "PortAdminState", "Ev", "UNPOPULATED", "EvOpEntry", "DeviceAttr",
            "NsccConfig", "FormatProfileInfo", "EvProfileInfo", "CcProfileInfo", "Binding",
-           "EvEvent", "EvEventCq", "Controller"]
+           "EvEvent", "EvEventCq", "EpOpType", "EpStatus", "EvProbe", "EpResponse", "Controller"]
 
 #: the mrc_ctl.h revision this API follows (MRC_CTL_API_CURRENT_VERSION)
 API_VERSION = (1, 0, 1)
@@ -324,6 +328,62 @@ class EvEventCq:
                 f"{', destroyed' if self.destroyed else ''})")
 
 
+class EpOpType(enum.Enum):
+    """``enum mrc_ctl_ep_op_type``."""
+    EV_PROBE = 0
+    PORT_STATUS_UPDATE = 1
+
+
+class EpStatus(enum.Enum):
+    """What became of one request of an endpoint batch, its value the errno the header's call
+    would set for it (mrcnic's: the header returns only the responses that came, and fails the
+    call with ETIMEDOUT when some did not)."""
+    ANSWERED = 0
+    #: no answer within the batch's timeout, or the time ran out before its turn to be sent
+    TIMED_OUT = errno.ETIMEDOUT
+    #: not sent: the port it leaves on is down (ep.refused); the header's "retry later"
+    PORT_DOWN = errno.EAGAIN
+
+    @property
+    def errno(self) -> int:
+        return self.value
+
+
+@dataclass(frozen=True)
+class EvProbe:
+    """An EV_PROBE request (``struct mrc_ctl_ep_req``): EV ``ev`` of EV profile ``profile_id``,
+    probed from QP ``qp``'s table (None: the one QP the profile is loaded into).
+
+    The NIC probes an entry of a QP's EV table, towards that QP's peer, so the QP stands for the
+    header's source and destination GIDs and the profile for its EV format."""
+    profile_id: int
+    ev: Ev
+    qp: int | None = None
+
+
+@dataclass(frozen=True)
+class EpResponse:
+    """One request's result (``struct mrc_ctl_ep_rsp``, then mrcnic's fields).
+
+    ``req_id`` is the request's position in the batch. ``port`` is the port the probe went out
+    on, the EV's: the NIC does not report the port an answer came back on. ``rtt_ns`` (None
+    unless ANSWERED) includes the responder's time to answer, so ``svc_time_excluded`` (the
+    header's ``adj_svc_time``) is False. ``qp``, ``entry``: the table entry probed;
+    ``rtt_cycles``: the RTT as the NIC measured it (ep.rtt)."""
+    req_id: int
+    port: int
+    rtt_ns: int | None
+    svc_time_excluded: bool
+    status: EpStatus
+    qp: int
+    entry: int
+    rtt_cycles: int | None = None
+
+
+#: how long a probe batch waits between two reads of ep.answers, in seconds
+_PROBE_POLL = 0.0005
+
+
 # What each state lets a modify change (ONLINE: what Feature.*_MODIFY_ONLINE adds), and what
 # must have been set before a profile enters a state. In INIT, attributes come with the move to
 # OFFLINE and follow its rules.
@@ -426,15 +486,21 @@ class Controller:
             info = self._run(driver.identify())
         except InvalidArgument as e:       # the window answers, but not as an mrcnic's
             raise IoError(str(e)) from e
+        depth = self._built_with("evq.depth")
+        # ep.refused stands for the endpoint request block: one at the address means it is there
+        ep = self._built_with("ep.refused") is not None
+        return {**info, "evq_depth": depth or 0, "ep": ep}
+
+    def _built_with(self, path: str) -> int | None:
+        """Register ``path``'s value, or None if the NIC has nothing at its address (it was
+        built before that block)."""
         try:
-            depth = self._run(read("evq.depth"))
+            return self._run(read(path))
         except IoError as e:
-            # a NIC built before the EV event queue has nothing at its address
             cause = e.__cause__
             if not (isinstance(cause, StatusError) and cause.status is Status.BAD_ADDRESS):
                 raise
-            depth = 0
-        return {**info, "evq_depth": depth}
+            return None
 
     def _nic_states(self, qp: int) -> list[EvState]:
         # the look leaves the selectors it moves as they were, as the CLI's do
@@ -469,7 +535,8 @@ class Controller:
             # stands for 0 .. 65 events of the header's (EvEvent.lost_changes)
             features=frozenset({Feature.EV_PROFILE_MODIFY_ONLINE,
                                 Feature.CC_PROFILE_MODIFY_ONLINE}
-                               | ({Feature.EV_EVENT} if info["evq_depth"] else set())))
+                               | ({Feature.EV_EVENT} if info["evq_depth"] else set())
+                               | ({Feature.EP_OP_EV_PROBE} if info["ep"] else set())))
 
     def query_device(self) -> DeviceAttr:
         """``mrc_ctl_query_device``: the controller attributes, from the NIC's ``global``
@@ -1332,10 +1399,117 @@ class Controller:
             raise e
         return out
 
-    # -- what the NIC has no means for -----------------------------------------------------
+    # -- endpoint requests ------------------------------------------------------------------
 
-    def ep_batch_send_wait(self, op_type: str, requests, timeout_ns: int) -> None:
-        """``mrc_ctl_ep_batch_send_wait``: refused (NotSupported)."""
-        raise NotSupported("the NIC sends no endpoint request for the controller: its EV probes "
-                           "and port-status updates are its own (rel.probe_interval, "
-                           "rel.status_interval), with no register to ask for one")
+    def ep_batch_send_wait(self, op_type: EpOpType | str, requests, timeout_ns: int
+                           ) -> list[EpResponse]:
+        """``mrc_ctl_ep_batch_send_wait``: sends a batch of endpoint requests of one type and
+        waits up to ``timeout_ns`` (1 .. 2^32 - 1 ns, the header's 32 bits) in all for them.
+
+        EV_PROBE: each request an :class:`EvProbe`, checked before any is sent (the first bad
+        one's error carries its position, ``.entry``): an EV the profile does not hold is
+        NotFound; a profile not configured, loaded into no QP, or into several with no ``qp``
+        named, InvalidArgument. The NIC times one probe at a time (ep.qp, ep.entry), so they go
+        one after another, each sent once the one before it is answered or the time is up, and
+        the answer to a probe is the next answer heard for its entry (an answer to the NIC's own
+        probe of that entry would be taken for it). An answer makes the entry GOOD again, as an
+        answer to the NIC's own probes does. Returns an :class:`EpResponse` a request, in their
+        order, each with its :class:`EpStatus` (the header's ``rsp`` array is those ANSWERED);
+        no cap on the batch's length, as for EV operations (``ev_op_max_entries`` 0).
+
+        PORT_STATUS_UPDATE: the NIC tells every RTR or RTS QP's peer which of its ports are up
+        (ep.status), and waits for no answer: ``requests`` is empty (NotPermitted otherwise: the
+        NIC cannot address one peer, nor send a port mask other than its ports' state), and the
+        result is []. NotPermitted while the NIC is disabled (global.control bit 0), when it
+        sends none.
+
+        A NIC built without the endpoint request block (nothing at ep.*, and no
+        Feature.EP_OP_EV_PROBE) refuses both with NotSupported.
+        """
+        op = self._ep_op(op_type)
+        if not _is_uint(timeout_ns, _U32) or timeout_ns == 0:
+            raise InvalidArgument(f"timeout_ns is 1 .. {_U32 - 1} ns, not {timeout_ns!r}")
+        try:
+            requests = list(requests)
+        except TypeError:
+            raise InvalidArgument(f"requests are a sequence, not {requests!r}") from None
+        if not self._info["ep"]:
+            raise NotSupported("the NIC was built without endpoint requests (nothing at ep.*): "
+                               "it sends its probes and port status only of its own accord")
+        if op is EpOpType.PORT_STATUS_UPDATE:
+            self._announce_ports(requests)
+            return []
+        targets = []
+        for k, request in enumerate(requests):
+            try:
+                targets.append(self._probe_target(request))
+            except MrcError as e:
+                e.entry, e.done = k, ()
+                raise
+        deadline = time.monotonic() + timeout_ns / 1e9
+        return [self._probe(k, *target, deadline) for k, target in enumerate(targets)]
+
+    @staticmethod
+    def _ep_op(op_type) -> EpOpType:
+        if isinstance(op_type, EpOpType):
+            return op_type
+        if isinstance(op_type, str) and op_type in EpOpType.__members__:
+            return EpOpType[op_type]
+        raise InvalidArgument(f"an endpoint operation is an EpOpType ("
+                              f"{', '.join(EpOpType.__members__)}), not {op_type!r}")
+
+    def _probe_target(self, request) -> tuple[int, int, int]:
+        """(QP, table entry, port) an EV_PROBE request probes."""
+        if not isinstance(request, EvProbe):
+            raise InvalidArgument(f"an EV_PROBE request is an EvProbe, not {request!r}")
+        pid = _profile_id(request.profile_id)
+        p = self._configured(pid)
+        if not p.bindings:
+            raise InvalidArgument(f"EV profile {pid} is loaded into no QP: the NIC probes an "
+                                  "entry of a QP's EV table (bind_ev_profile)")
+        qp = request.qp
+        if qp is None:
+            if len(p.bindings) > 1:
+                raise InvalidArgument(f"EV profile {pid} is loaded into QPs "
+                                      f"{', '.join(map(str, sorted(p.bindings)))}: name the one "
+                                      "to probe from")
+            qp = next(iter(p.bindings))
+        elif qp not in p.bindings:
+            raise InvalidArgument(f"EV profile {pid} is not loaded into QP {qp!r}")
+        (j,) = self._find(pid, p, request.ev, every=False)
+        return qp, p.bindings[qp].entries[j], p.evs[j].port
+
+    def _ns(self, cycles: int) -> int:
+        return (cycles * 1_000_000_000 + self.clock_hz // 2) // self.clock_hz
+
+    def _probe(self, req_id: int, qp: int, entry: int, port: int, deadline: float
+               ) -> EpResponse:
+        """Sends one probe and waits for its answer until ``deadline`` (time.monotonic)."""
+        def result(status: EpStatus, cycles: int | None = None) -> EpResponse:
+            return EpResponse(req_id, port, None if cycles is None else self._ns(cycles), False,
+                              status, qp, entry, cycles)
+
+        if time.monotonic() >= deadline:
+            return result(EpStatus.TIMED_OUT)        # its turn came too late: not sent
+        before, sent = self._run(driver.probe_send(qp, entry))
+        if not sent:
+            return result(EpStatus.PORT_DOWN)
+        while True:
+            answers, rtt = self._run(driver.probe_result())
+            if answers != before:                    # a 32-bit count: moved, not grown
+                return result(EpStatus.ANSWERED, rtt)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return result(EpStatus.TIMED_OUT)
+            time.sleep(min(left, _PROBE_POLL))
+
+    def _announce_ports(self, requests: list) -> None:
+        if requests:
+            raise NotPermitted(f"PORT_STATUS_UPDATE with {len(requests)} request(s): the NIC "
+                               "tells every RTR or RTS QP's peer the state of its ports at once "
+                               "(ep.status); it cannot address one peer, nor send a port mask "
+                               "other than its ports' state: give no requests")
+        if not self._run(read("global.control")) & 1:
+            raise NotPermitted("PORT_STATUS_UPDATE: the NIC is disabled (global.control bit 0 "
+                               "clear) and sends no port status")
+        self._run(driver.port_status_update())

@@ -48,7 +48,8 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "set_congestion", "congestion", "mac_int", "ip_int", "mac_text", "staged_qp",
            "keeping", "COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
            "route_completions", "poll_cq", "cq_overflows", "mem_read", "mem_write",
-           "EVENT_STATES", "EvEvent", "set_ev_event_mask", "ev_events"]
+           "EVENT_STATES", "EvEvent", "set_ev_event_mask", "ev_events",
+           "probe_start", "probe_send", "probe_result", "port_status_update"]
 
 _MTU_CODE = {size: code for code, size in MTU_CODES.items()}
 
@@ -523,12 +524,14 @@ def tx_counters() -> Program:
 #: (:func:`ev_states`), net.port_up the ports' (:func:`ports`), rel.cwnd, rel.inflight,
 #: rel.rtt and rel.srtt one QP's (:func:`congestion`), cq.count and cq.entry the completion
 #: queue's (:func:`poll_cq`), evq.count and evq.entry the EV event queue's (:func:`ev_events`),
-#: and mem.error and mem.rdata the last memory access's (:func:`mem_read`).
+#: mem.error and mem.rdata the last memory access's (:func:`mem_read`), and ep.rtt the last
+#: probe answer's (:func:`probe_result`).
 COUNTERS: tuple[str, ...] = tuple(
     r.path for r in REGISTERS if r.path in {
         BUS_ERRORS, "icrc.frames", "icrc.bad", "parser.frames", "parser.errors",
         "tx.requests", "tx.ev_refused", "tx.ev_replaced", "rx.frames", "net.disabled_drops",
-        "wq.posted", "cq.overflows", "mem.errors", "evq.overflows",
+        "wq.posted", "cq.overflows", "mem.errors", "evq.overflows", "ep.answers",
+        "ep.refused",
         *(f"tx.err_{why}" for why in TX_ERROR_REASONS),
         *(f"tx.{what}_p{p}" for what in ("frames", "bytes") for p in range(MAX_PLANES)),
         *(f"rx.drop_{name}" for name in RX_FRONT_DROPS),
@@ -773,3 +776,44 @@ def ev_events(max_events: int) -> Program:
         yield from command("evq.pop", 1)
     lost = yield from read("evq.overflows")
     return out, lost
+
+
+# -- endpoint requests --------------------------------------------------------------------
+
+@_refusals_checked
+def probe_send(qp: int, entry: int) -> Program:
+    """Sends a probe on entry ``entry`` of QP ``qp``'s EV profile (ep.probe): (how many answers
+    had been heard for that entry before (ep.answers), so the probe's answer is the next one
+    (:func:`probe_result`); whether the NIC sent it: not while the entry's plane has its port
+    down (ep.refused)). A refusal is returned, not raised, for the controller's batches, where
+    one refused probe does not stop the others."""
+    yield from _below("QP", qp, "global.qps")
+    yield from _below(f"QP {qp}: entry", entry, "global.evs")
+    yield from write("ep.qp", qp)
+    yield from write("ep.entry", entry)
+    before = yield from read("ep.answers")
+    refused = yield from read("ep.refused")
+    yield from command("ep.probe", 1)
+    return before, (yield from read("ep.refused")) == refused
+
+
+def probe_start(qp: int, entry: int) -> Program:
+    """:func:`probe_send`, raising if the NIC refused the probe; the answers heard before."""
+    before, sent = yield from probe_send(qp, entry)
+    if not sent:
+        raise RegisterError(f"QP {qp} entry {entry}: the NIC sent no probe: the port of its "
+                            "plane is down (ep.refused)")
+    return before
+
+
+def probe_result() -> Program:
+    """(answers heard for ep.qp's entry ep.entry, the last one's RTT in cycles)."""
+    answers = yield from read("ep.answers")
+    rtt = yield from read("ep.rtt")
+    return answers, rtt
+
+
+@_refusals_checked
+def port_status_update() -> Program:
+    """Tells every RTR or RTS QP's peer this NIC's port status now (ep.status)."""
+    yield from command("ep.status", 1)

@@ -419,6 +419,28 @@ _EVQ = (
        "ASSUMED_BAD with it, their path's (bit i: entry i)."),
 )
 
+# Endpoint requests: what the controller asks the NIC to send (mrc_ctl.h's EV_PROBE and
+# PORT_STATUS_UPDATE).
+_EP = (
+    _r("ep", "qp", 0xA40, 16, "RW", 0, "The QP whose profile entry ep.probe probes."),
+    _r("ep", "entry", 0xA44, 16, "RW", 0, "The entry of QP ep.qp's profile ep.probe probes."),
+    _r("ep", "probe", 0xA48, 1, "CMD", 0,
+       "Write 1: a probe leaves on entry ep.entry of QP ep.qp, as the NIC's own probes of "
+       "ASSUMED_BAD entries do, and its answer is timed (ep.answers, ep.rtt). Refused, and "
+       "counted in ep.refused, while that entry's plane has its port down. Pending until the "
+       "probe has gone to the TX side."),
+    _r("ep", "answers", 0xA4C, 32, "RO", 0,
+       "Probe answers heard for entry ep.entry of QP ep.qp (whoever sent the probe)."),
+    _r("ep", "rtt", 0xA50, 16, "RO", 0,
+       "The round trip of the last of them, in cycles: from the probe's send time, which its "
+       "answer echoes, to the answer's arrival."),
+    _r("ep", "refused", 0xA54, 32, "RO", 0,
+       "ep.probe commands refused: the entry's plane had its port down, so nothing was sent."),
+    _r("ep", "status", 0xA58, 1, "CMD", 0,
+       "Write 1: this NIC's port status goes to every RTR or RTS QP's peer now, as when a port "
+       "changes (rel.status_sent counts them); nothing while global.control bit 0 is clear."),
+)
+
 #: the most bytes one mem.access moves (mem.wdata, mem.rdata)
 MEM_WINDOW_BYTES = 32
 
@@ -467,7 +489,7 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
     *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(), *_NET,
-    *_WQ, *_CQ, *_MEM, *_EVQ,
+    *_WQ, *_CQ, *_MEM, *_EVQ, *_EP,
 )
 
 

@@ -17,6 +17,7 @@ from mrcnic import driver
 from mrcnic.app import Context, WcOpcode
 from mrcnic.ctl_errors import InvalidArgument, IoError
 from mrcnic.enums import EvState, QpState, SrMode, WrStatus
+from mrcnic.regclient import RegisterError
 from mrcnic.regmap import MEM_WINDOW_BYTES
 from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, SimClient, entry_path
 from mrcnic.target import Device
@@ -226,3 +227,64 @@ def test_a_dead_spine_link_shows_in_the_ev_events_and_its_return_too(nics):
         sim0.set_link(0, 1, 1, True)
         regs.run(driver.set_ev_event_mask(()))
         dev0.write("cq.route", route)
+
+
+def _answer(regs, before: int, seconds: float = 5.0):
+    """The RTT of the probe answer after ``before`` answers, or None if none comes."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        answers, rtt = regs.run(driver.probe_result())
+        if answers != before:
+            return rtt
+        time.sleep(0.02)
+    return None
+
+
+def test_a_probe_is_answered_with_its_round_trip(nics):
+    """Endpoint requests (ep.*): a probe on a QP's entry comes back with an RTT like the
+    QP's data packets' own; one on a path that is dead gets no answer; one on a plane whose
+    port is down is refused, and nothing is sent."""
+    (dev0, _, sim0), _ = nics
+    regs, q = dev0.regs, 0
+    planes, spines = sim0.info["planes"], sim0.info["spines"]
+    data_rtt = regs.run(driver.congestion(q))["rtt"]     # the start-up write's, on QP 0
+    assert data_rtt > 0
+    for entry in (0, 1, 5):
+        rtt = _answer(regs, regs.run(driver.probe_start(q, entry)))
+        assert rtt is not None, f"entry {entry}: no answer"
+        # a probe is smaller than a full data packet, so it comes back a little sooner
+        assert 0.3 * data_rtt < rtt <= 1.2 * data_rtt, (entry, rtt, data_rtt)
+    dead = next(i for i in range(16) if entry_path(i, planes, spines) == (0, 1))
+    assert not sim0.set_link(0, 1, 1, False)
+    try:
+        assert _answer(regs, regs.run(driver.probe_start(q, dead)), 1.0) is None
+    finally:
+        sim0.set_link(0, 1, 1, True)
+    refused = dev0.read("ep.refused")
+    regs.run(driver.set_port_admin(1, False))
+    try:
+        with pytest.raises(RegisterError, match="port of its plane is down"):
+            regs.run(driver.probe_start(q, 1))
+    finally:
+        regs.run(driver.set_port_admin(1, True))
+    assert dev0.read("ep.refused") == refused + 1
+
+
+def test_a_port_status_update_reaches_every_peer(nics):
+    """ep.status: one round of port status, to every RTR or RTS QP's peer, at once."""
+    (dev0, _, _), (dev1, _, _) = nics
+    interval = dev0.read("rel.status_interval")
+    dev0.write("rel.status_interval", 0)       # no repeats: what is sent is the request's
+    try:
+        time.sleep(0.2)
+        sent, heard = dev0.read("rel.status_sent"), dev1.read("rel.status_received")
+        dev0.regs.run(driver.port_status_update())
+        qps = 3                                # the simulation's QPs in RTS: 0, 1 and 3
+        deadline = time.monotonic() + 5
+        while dev1.read("rel.status_received") < heard + qps and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        assert dev0.read("rel.status_sent") == sent + qps
+        assert dev1.read("rel.status_received") == heard + qps
+    finally:
+        dev0.write("rel.status_interval", interval)

@@ -67,7 +67,7 @@ def test_decode_errors_are_one_line(tmp_path):
     r = mrcnic("frobnicate")
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
     assert ("invalid choice: 'frobnicate' (choose from 'regs', 'decode', 'ev', 'dev', 'sim', 'qp', 'port', "
-            "'stats', 'write', 'mem')") in r.stderr
+            "'probe', 'stats', 'write', 'mem')") in r.stderr
     r = mrcnic("-j", "decode", str(notpcap))
     assert r.returncode == 2 and r.stderr.strip().startswith("mrcnic: decode has no JSON output")
 
@@ -96,8 +96,15 @@ WRITE = ("write", "1", "--laddr", "0x1000", "--va", "0x2000", "--rkey", "7", "--
     (("mem", "write", "0x10", "00", "--file", "b.bin"), "give one of them, not both"),
     (("mem", "write", "0x10", "--file", "missing.bin"), "missing.bin: no such file or directory"),
     (("mem", "write", "0xffffffffffffffff", "0011"), "run past the end"),
+    (("probe", "1"), "the following arguments are required: ENTRY"),
+    (("probe", "one", "0"), "argument QP: QP 'one' is not a number"),
+    (("probe", "0", "0x10000"), "argument ENTRY: entry 0x10000 is not 0 .. 0xffff"),
+    (("probe", "0x10000", "0"), "argument QP: QP 0x10000 is not 0 .. 0xffff"),
+    (("probe", "0", "1", "--timeout", "0"), "argument --timeout: '0' is not a number of seconds"),
+    (("probe", "0", "1", "--clock-mhz", "-250"), "argument --clock-mhz: '-250' is not a clock"),
+    (("probe", "0", "1", "--clock-mhz", "fast"), "argument --clock-mhz: 'fast' is not a clock"),
 ])
-def test_write_and_mem_refuse_a_bad_argument_in_one_line_before_any_target(args, fragment,
+def test_write_mem_and_probe_refuse_a_bad_argument_in_one_line_before_any_target(args, fragment,
                                                                           tmp_path):
     # the target is one that nothing answers: a bad argument is refused before it is reached
     env = {**os.environ, "MRCNIC_TARGET": "sim://127.0.0.1:9"}
@@ -229,3 +236,90 @@ def test_ev_events_on_a_nic_without_the_queue_is_one_line(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert out == "" and err == ("mrcnic ev events: the NIC has no EV event queue (nothing at "
                                  "evq.depth): it was built without one\n")
+
+
+def run_cli(monkeypatch, capsys, nic, *args):
+    """(exit status, stdout, stderr) of ``mrcnic ARGS`` on a FakeNic."""
+    monkeypatch.setattr(cli, "_device", lambda args, where=None: FakeDevice(nic))
+    status = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def probe_nic():
+    """A FakeNic whose ports are both up and whose probes are answered after 2 reads."""
+    nic = FakeNic()
+    nic.words[regmap.by_name("net.port_up").offset] = 0b11
+    nic.answer_rtt = 1001
+    return nic
+
+
+def test_probe_prints_the_round_trip_in_cycles_and_ns(monkeypatch, capsys):
+    nic = probe_nic()
+    status, out, err = run_cli(monkeypatch, capsys, nic, "probe", "2", "5")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == ["qp  entry  rtt_cycles  rtt_ns",
+                                " 2      5        1001    4004"]     # 250 MHz: 4 ns a cycle
+    assert nic.probes == [(2, 5)]
+    nic.answer_rtt = 1000
+    status, out, _ = run_cli(monkeypatch, capsys, nic, "-j", "probe", "0", "0x3",
+                             "--clock-mhz", "300")
+    assert status == 0 and json.loads(out) == {"qp": 0, "entry": 3, "rtt_cycles": 1000,
+                                               "rtt_ns": 3333}
+
+
+def test_probe_checks_the_qp_and_the_entry_against_the_nic_before_writing(monkeypatch, capsys):
+    nic = probe_nic()
+    for args, fragment in ((("probe", "4", "0"), "QP 4 does not exist: this NIC has 4 QPs"),
+                           (("probe", "0", "16"), "entry 16 does not exist: a profile of this "
+                                                  "NIC has entries 0 .. 15 (global.evs)")):
+        status, out, err = run_cli(monkeypatch, capsys, nic, *args)
+        assert (status, out) == (2, "") and len(err.splitlines()) == 1
+        assert err.startswith("mrcnic probe: ") and fragment in err, err
+    assert nic.writes == [] and nic.probes == []
+
+
+def test_probe_refused_or_unanswered_is_one_line_and_exit_1(monkeypatch, capsys):
+    nic = probe_nic()
+    nic.words[regmap.by_name("net.port_up").offset] = 0b01           # port 2 down
+    status, out, err = run_cli(monkeypatch, capsys, nic, "probe", "1", "3")
+    assert (status, out) == (1, "") and err == (
+        "mrcnic probe: QP 1 entry 3: the NIC sent no probe: the port of its plane is down "
+        "(ep.refused)\n")
+    assert nic.word("ep.refused") == 1 and nic.probes == []
+    nic.answer_after = None                                          # a dead path
+    status, out, err = run_cli(monkeypatch, capsys, nic, "probe", "1", "2", "--timeout", "0.05")
+    assert (status, out) == (1, "") and err == (
+        "mrcnic probe: QP 1 entry 2: no answer within 0.05 s (the path is dead, or the QP's "
+        "peer does not answer)\n")
+    assert nic.probes == [(1, 2)]
+
+
+def test_probe_on_a_nic_without_endpoint_requests_is_one_line(monkeypatch, capsys):
+    class Older(FakeNic):
+        def read(self, offset):
+            if regmap.by_offset(offset).path.startswith("ep."):
+                raise StatusError(Status.BAD_ADDRESS, "nothing at the address")
+            return super().read(offset)
+
+    nic = Older()
+    status, out, err = run_cli(monkeypatch, capsys, nic, "probe", "0", "0")
+    assert (status, out) == (1, "") and err == (
+        "mrcnic probe: the NIC has no endpoint requests (nothing at ep.refused): it was built "
+        "without them\n")
+    assert nic.writes == []
+
+
+def test_port_announce_tells_every_peer_once(monkeypatch, capsys):
+    nic = probe_nic()
+    status, out, err = run_cli(monkeypatch, capsys, nic, "port", "announce")
+    assert (status, out) == (1, "") and err == (
+        "mrcnic port announce: the NIC is disabled (global.control bit 0 is clear) and sends "
+        "no port status: nothing sent\n")
+    assert nic.status_rounds == 0 and nic.writes == []
+    nic.words[regmap.by_name("global.control").offset] = 1
+    nic.words[regmap.by_name("net.port_up").offset] = 0b10
+    assert run_cli(monkeypatch, capsys, nic, "port", "announce") == (0, "", "")
+    status, out, _ = run_cli(monkeypatch, capsys, nic, "-j", "port", "announce")
+    assert status == 0 and json.loads(out) == {"ports_up": [2]}
+    assert nic.status_rounds == 2

@@ -22,7 +22,7 @@ from mrcnic.verif.cli_helpers import mrcnic
 #: RO registers that are not counts (what each is: driver.COUNTERS)
 NOT_COUNTERS = {"parser.last_error", "ev.state", "net.port_up", "rel.cwnd", "rel.inflight",
                 "rel.rtt", "rel.srtt", "cq.count", "cq.entry", "mem.error", "mem.rdata",
-                "evq.count", "evq.entry"}
+                "evq.count", "evq.entry", "ep.rtt"}
 
 
 def test_every_ro_register_is_a_counter_or_named_as_not_one():

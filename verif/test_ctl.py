@@ -5,6 +5,7 @@ sim serve``, which loads a GENERATED SRv6 profile into a QP, changes an EV's sta
 CC profile, each read back from its registers."""
 
 import errno
+import time
 
 import pytest
 
@@ -13,10 +14,13 @@ from mrcnic.ctl import (
     NSCC,
     UNPOPULATED,
     Controller,
+    EpOpType,
+    EpStatus,
     Ev,
     EvEvent,
     EvMode,
     EvOpEntry,
+    EvProbe,
     Feature,
     NsccConfig,
     PortAdminState,
@@ -81,6 +85,13 @@ class FakeNic(FakeBus):
         self.tables: dict[int, list[list]] = {}
         self.events: list[int] = []
         self.overflows = 0
+        # the endpoint requests (ep.*): a probe's answer comes after ``answer_after`` reads of
+        # ep.answers (None: never, a dead path), ``answer_rtt`` cycles its round trip
+        self.answer_after: int | None = 2
+        self.answer_rtt = 1000
+        self.probes: list[tuple[int, int]] = []       # (QP, entry) of each probe sent
+        self.flying: list[list[int]] = []             # [reads to go, QP, entry]
+        self.status_rounds = 0
 
     def word(self, path):
         return self.words[regmap.by_name(path).offset]
@@ -97,8 +108,29 @@ class FakeNic(FakeBus):
                   "replaced": replaced, "others": sum(1 << i for i in others)}
         self.events.append(sum(int(v) << regmap.EVQ_ENTRY[k][0] for k, v in fields.items()))
 
+    def answer(self, qp, entry, rtt):
+        """A probe answer arrives: ep.answers and ep.rtt take it if it is for the entry
+        ep.qp and ep.entry select now, as the NIC's do."""
+        if (qp, entry) == (self.word("ep.qp"), self.word("ep.entry")):
+            at = regmap.by_name("ep.answers").offset
+            self.words[at] = (self.words[at] + 1) & 0xFFFF_FFFF
+            self.words[regmap.by_name("ep.rtt").offset] = rtt & 0xFFFF
+
+    def _ep_write(self, path, value):
+        if path == "ep.probe" and value == 1:
+            qp, entry = self.word("ep.qp"), self.word("ep.entry")
+            if not self.word("net.port_up") >> entry % self.word("global.planes") & 1:
+                self.words[regmap.by_name("ep.refused").offset] += 1
+                return
+            self.probes.append((qp, entry))
+            if self.answer_after is not None:
+                self.flying.append([self.answer_after, qp, entry])
+        elif path == "ep.status" and value == 1 and self.word("global.control") & 1:
+            self.status_rounds += 1
+
     def write(self, offset, value):
         super().write(offset, value)
+        self._ep_write(_path(offset), value)
         qp, index = self.word("ev.qp"), self.word("ev.index")
         table = self.tables.setdefault(qp, [])
         if _path(offset) == "ev.load" and value == LoadOp.CLEAR.value:
@@ -112,6 +144,12 @@ class FakeNic(FakeBus):
             self.events.pop(0)
 
     def read(self, offset):
+        if _path(offset) == "ep.answers":
+            for probe in list(self.flying):
+                probe[0] -= 1
+                if probe[0] == 0:
+                    self.flying.remove(probe)
+                    self.answer(probe[1], probe[2], self.answer_rtt)
         if _path(offset) == "ev.state":
             table = self.tables.get(self.word("ev.qp"), [])
             index = self.word("ev.index")
@@ -223,7 +261,7 @@ def test_query_device_says_what_the_registers_say():
     assert (a.cc_max_profiles, a.cc_algorithms) == (1, (NSCC,))
     assert a.phy_port_mask == 0b110                                    # ports 1 and 2
     assert a.features == {Feature.EV_PROFILE_MODIFY_ONLINE, Feature.CC_PROFILE_MODIFY_ONLINE,
-                          Feature.EV_EVENT}
+                          Feature.EV_EVENT, Feature.EP_OP_EV_PROBE}
     # the lost changes are counted exactly, but a change is 0 .. 65 of the header's events
     assert Feature.EV_EVENT_PRECISE_DROP_CNT not in a.features
     assert Feature.EV_EVENT not in controller(evq_depth=0)[1].query_device().features
@@ -268,9 +306,19 @@ def test_a_port_is_disabled_and_enabled_in_net_port_admin():
 
 
 def test_what_the_nic_has_no_means_for_is_refused_with_the_reason():
-    _, ctl = controller()
-    refused(NotSupported, errno.ENOTSUP, ctl.ep_batch_send_wait, "EV_PROBE", [], 2_000_000,
-            match="no register to ask")
+    class NoEndpoint(FakeNic):
+        """A NIC built before the endpoint requests: nothing answers at ep.*."""
+
+        def read(self, offset):
+            if _path(offset).startswith("ep."):
+                raise StatusError(Status.BAD_ADDRESS, "nothing at the address")
+            return super().read(offset)
+
+    ctl = Controller(RegisterClient(NoEndpoint()))
+    assert Feature.EP_OP_EV_PROBE not in ctl.query_device().features
+    for op in EpOpType:
+        refused(NotSupported, errno.ENOTSUP, ctl.ep_batch_send_wait, op, [], 2_000_000,
+                match="built without endpoint requests")
     _, ctl = controller(evq_depth=0)
     refused(NotPermitted, errno.EPERM, ctl.create_ev_event_cq, 1, match="evq.depth 0")
 
@@ -1029,6 +1077,149 @@ def test_a_cc_profile_needs_an_nscc_config():
     ctl.modify_cc_profile(3, state=S.OFFLINE, algorithm=NSCC)
     refused(InvalidArgument, errno.EINVAL, ctl.modify_cc_profile, 3, config={"gamma": 1},
             match="NsccConfig")
+
+
+# -- endpoint requests ----------------------------------------------------------------------
+
+#: four EVs, (value, port): plane 0 and 1 on spine 0, then on spine 1
+PROBE_EVS = [(LAYOUT.make(p, s, 0x5A5A_0000), p + 1) for s in range(2) for p in range(2)]
+EVS = [Ev(v.to_bytes(4, "big"), port) for v, port in PROBE_EVS]
+#: a batch's timeout when its probes are answered: long enough for a loaded host's sleeps
+WAIT = 1_000_000_000
+ANSWERED, TIMED_OUT, PORT_DOWN = EpStatus.ANSWERED, EpStatus.TIMED_OUT, EpStatus.PORT_DOWN
+
+
+def probing(**build):
+    """EXPLICIT STEV profile 5 of PROBE_EVS loaded into QP 1, both ports up."""
+    nic, ctl = controller(**build)
+    nic.words[regmap.by_name("net.port_up").offset] = 0b11
+    stev_explicit(ctl, PROBE_EVS)
+    return nic, ctl, ctl.bind_ev_profile(5, 1)
+
+
+def test_a_probe_is_answered_with_its_round_trip_in_ns():
+    nic, ctl, b = probing()
+    nic.answer_after, nic.answer_rtt = 3, 1234
+    # an EV named without its port is the profile's all the same
+    out = ctl.ep_batch_send_wait(EpOpType.EV_PROBE,
+                                 [EvProbe(5, EVS[3]), EvProbe(5, Ev(EVS[0].value))], WAIT)
+    assert [(r.req_id, r.status, r.qp, r.entry, r.port) for r in out] == [
+        (0, ANSWERED, 1, b.entries[3], 2), (1, ANSWERED, 1, b.entries[0], 1)]
+    # each probe went out on its EV's entry, one after the other
+    assert nic.probes == [(1, b.entries[3]), (1, b.entries[0])]
+    assert (out[0].rtt_cycles, out[0].rtt_ns) == (1234, 1234 * 4)       # 250 MHz: 4 ns a cycle
+    assert out[0].svc_time_excluded is False and out[0].status.errno == 0
+    # ep.answers is a 32-bit count: past its top it is 0 again, and that is an answer too
+    nic.words[regmap.by_name("ep.answers").offset] = 0xFFFF_FFFF
+    (r,) = ctl.ep_batch_send_wait("EV_PROBE", [EvProbe(5, EVS[0])], WAIT)
+    assert r.status is ANSWERED and nic.word("ep.answers") == 0
+
+
+def test_the_clock_turns_a_probes_cycles_into_ns_to_the_nearest():
+    nic = FakeNic()
+    nic.words[regmap.by_name("net.port_up").offset] = 0b11
+    ctl = Controller(RegisterClient(nic), clock_hz=300_000_000)     # 3 1/3 ns a cycle
+    stev_explicit(ctl, PROBE_EVS)
+    ctl.bind_ev_profile(5, 1)
+    for rtt, ns in ((1000, 3333), (1001, 3337), (3, 10), (0xFFFF, 218450)):
+        nic.answer_rtt = rtt
+        (r,) = ctl.ep_batch_send_wait(EpOpType.EV_PROBE, [EvProbe(5, EVS[1])], WAIT)
+        assert (r.rtt_cycles, r.rtt_ns) == (rtt, ns)
+
+
+def test_a_probe_never_answered_times_out_within_the_timeout():
+    nic, ctl, b = probing()
+    nic.answer_after = None                                          # a dead path
+    start = time.monotonic()
+    out = ctl.ep_batch_send_wait(EpOpType.EV_PROBE, [EvProbe(5, EVS[0]), EvProbe(5, EVS[1])],
+                                 50_000_000)                         # 50 ms for the batch
+    elapsed = time.monotonic() - start
+    assert [(r.status, r.rtt_ns, r.rtt_cycles) for r in out] == [(TIMED_OUT, None, None)] * 2
+    assert out[0].status.errno == errno.ETIMEDOUT
+    assert 0.05 <= elapsed < 0.5, elapsed
+    # the first took all the time: the second's turn came after it, and it was not sent
+    assert nic.probes == [(1, b.entries[0])]
+    # a probe answered after one that timed out is still heard, when time is left
+    nic.answer_after = 2
+    assert [r.status for r in ctl.ep_batch_send_wait(EpOpType.EV_PROBE, [EvProbe(5, EVS[1])],
+                                                     WAIT)] == [ANSWERED]
+
+
+def test_a_probe_on_a_port_that_is_down_is_refused_and_the_rest_go():
+    nic, ctl, b = probing()
+    nic.words[regmap.by_name("net.port_up").offset] = 0b01          # port 2 down
+    out = ctl.ep_batch_send_wait(EpOpType.EV_PROBE, [EvProbe(5, EVS[1]), EvProbe(5, EVS[2])],
+                                 WAIT)
+    assert [(r.status, r.port, r.rtt_ns) for r in out] == [(PORT_DOWN, 2, None),
+                                                          (ANSWERED, 1, 4000)]
+    assert out[0].status.errno == errno.EAGAIN
+    assert nic.word("ep.refused") == 1 and nic.probes == [(1, b.entries[2])]
+
+
+def test_a_probe_names_the_qp_when_its_profile_is_loaded_into_several():
+    nic, ctl, b1 = probing()
+    b3 = ctl.bind_ev_profile(5, 3)
+    refused(InvalidArgument, errno.EINVAL, ctl.ep_batch_send_wait, EpOpType.EV_PROBE,
+            [EvProbe(5, EVS[0])], WAIT, match="loaded into QPs 1, 3: name the one")
+    refused(InvalidArgument, errno.EINVAL, ctl.ep_batch_send_wait, EpOpType.EV_PROBE,
+            [EvProbe(5, EVS[0], qp=2)], WAIT, match="not loaded into QP 2")
+    out = ctl.ep_batch_send_wait(EpOpType.EV_PROBE, [EvProbe(5, EVS[2], qp=3),
+                                                     EvProbe(5, EVS[2], qp=1)], WAIT)
+    assert [(r.qp, r.entry) for r in out] == [(3, b3.entries[2]), (1, b1.entries[2])]
+    assert nic.probes == [(3, b3.entries[2]), (1, b1.entries[2])]
+
+
+@pytest.mark.parametrize("op,requests,timeout,cls,match", [
+    ("EV_PING", [], 1000, InvalidArgument, "an endpoint operation is an EpOpType"),
+    (0, [], 1000, InvalidArgument, "not 0"),
+    (EpOpType.EV_PROBE, [], 0, InvalidArgument, "timeout_ns is 1 .. 4294967295 ns, not 0"),
+    (EpOpType.EV_PROBE, [], -5, InvalidArgument, "not -5"),
+    (EpOpType.EV_PROBE, [], 1 << 32, InvalidArgument, "not 4294967296"),
+    (EpOpType.EV_PROBE, [], 1.5e6, InvalidArgument, "not 1500000.0"),
+    (EpOpType.EV_PROBE, None, 1000, InvalidArgument, "requests are a sequence"),
+    (EpOpType.EV_PROBE, [EvProbe(5, EVS[0]), EVS[1]], 1000, InvalidArgument,
+     "an EV_PROBE request is an EvProbe"),
+    (EpOpType.EV_PROBE, [EvProbe(5, EVS[0]), EvProbe(5, Ev(b"\x99", 1))], 1000, NotFound,
+     "EV profile 5 holds no EV 0x99 port 1"),
+    (EpOpType.EV_PROBE, [EvProbe(5, EVS[0]), EvProbe(5, Ev(EVS[0].value, 2))], 1000, NotFound,
+     "holds no EV"),
+    (EpOpType.EV_PROBE, [EvProbe(5, EVS[0]), EvProbe(6, EVS[0])], 1000, InvalidArgument,
+     "EV profile 6 is INIT"),
+    (EpOpType.EV_PROBE, [EvProbe(5, EVS[0]), EvProbe(-1, EVS[0])], 1000, InvalidArgument,
+     "a profile id is a 64-bit unsigned number"),
+    (EpOpType.PORT_STATUS_UPDATE, [EvProbe(5, EVS[0])], 1000, NotPermitted,
+     "cannot address one peer"),
+])
+def test_every_refusal_of_an_endpoint_batch_has_its_errno_and_sends_nothing(
+        op, requests, timeout, cls, match):
+    nic, ctl, _ = probing()
+    nic.words[regmap.by_name("global.control").offset] = 1
+    e = refused(cls, cls.errno, ctl.ep_batch_send_wait, op, requests, timeout, match=match)
+    if requests and len(requests) == 2:
+        assert (e.entry, e.done) == (1, ())                         # the second, none done
+    assert nic.probes == [] and nic.status_rounds == 0
+    assert nic.word("ep.refused") == 0
+
+
+def test_a_profile_loaded_into_no_qp_cannot_be_probed():
+    nic, ctl = controller()
+    stev_explicit(ctl, PROBE_EVS)
+    refused(InvalidArgument, errno.EINVAL, ctl.ep_batch_send_wait, EpOpType.EV_PROBE,
+            [EvProbe(5, EVS[0])], 1000, match="loaded into no QP")
+    assert ctl.ep_batch_send_wait(EpOpType.EV_PROBE, [], 1000) == []
+    assert nic.probes == []
+
+
+def test_a_port_status_update_goes_to_every_peer_at_once():
+    nic, ctl = controller()
+    # disabled, the NIC sends no port status: refused rather than taken for nothing
+    refused(NotPermitted, errno.EPERM, ctl.ep_batch_send_wait, EpOpType.PORT_STATUS_UPDATE, [],
+            1000, match="global.control bit 0 clear")
+    assert nic.status_rounds == 0
+    nic.words[regmap.by_name("global.control").offset] = 1
+    assert ctl.ep_batch_send_wait("PORT_STATUS_UPDATE", (), 1000) == []
+    assert nic.status_rounds == 1
+    assert [v for o, v in nic.writes if _path(o) == "ep.status"] == [1]
 
 
 # -- a NIC of mrcnic sim serve ----------------------------------------------------------------
