@@ -1,7 +1,7 @@
 """Memory window: a host with register access only reads and writes the memory behind the NIC
 (host memory, or a board's own) a few bytes at a time."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -72,10 +72,13 @@ class MemoryWindow(wiring.Component):
             for k in range(beats):
                 with m.Case(k):
                     m.d.comb += wr.wr.payload.data.eq(wide[k * width:(k + 1) * width])
-        for lane in range(lanes):
-            m.d.comb += wr.wr.payload.keep[lane].eq(lane < left)
-        m.d.comb += [wr.wr.payload.addr.eq(self.addr + beat * lanes),
-                     wr.wr.payload.last.eq(left <= lanes)]
+        # Lanes past the window's bytes are never kept, and a beat as wide as the window is the
+        # first and last: said so rather than compared, so no comparison is constant.
+        m.d.comb += [wr.wr.payload.keep.eq(Cat(lane < left
+                                                for lane in range(min(lanes, MEM_WINDOW_BYTES)))),
+                     wr.wr.payload.addr.eq(self.addr + beat * lanes),
+                     wr.wr.payload.last.eq(left <= lanes if lanes < MEM_WINDOW_BYTES
+                                           else beat == 0)]
 
         with m.FSM():
             with m.State("IDLE"):

@@ -20,6 +20,7 @@ from .qp_context import QpState, SrMode
 from .register_bank import RegisterBank
 from .retransmit_tracker import RelMode, RetransmitTracker
 from .rx_event import completion_layout as rx_completion_layout
+from .rx_front import FRONT_STATS
 from .rx_pipeline import RxPipeline, rx_counter_names
 from .segmenter import completion_layout, work_request_layout
 from .spray_scheduler import EvState, LoadOp
@@ -267,6 +268,8 @@ class Nic(wiring.Component):
                      rx.share_period.eq(bank.rx_share_period)]
         for name in rx_counter_names():
             m.d.comb += getattr(bank, f"rx_{name}").eq(getattr(rx, name))
+        for name in FRONT_STATS:                 # icrc.* and parser.*: the same port names
+            m.d.comb += getattr(bank, name).eq(getattr(rx, name))
 
         # The reliability engine: it records what the TX side sends, hears the feedback, sends
         # packets again and opens each QP's window.

@@ -14,13 +14,16 @@ from .rx_ingress import RxIngress
 from .srv6_decap import Srv6Decapsulator
 from .stream import check_width, packet_layout
 
-__all__ = ["rx_meta_layout", "drop_reasons", "arrival_tc", "is_trimmed", "RxFront"]
+__all__ = ["FRONT_STATS", "rx_meta_layout", "drop_reasons", "arrival_tc", "is_trimmed", "RxFront"]
 
 #: the frame filter's reasons after the parser's own: a frame a guard cut short, and one for
 #: another node
 CUT = len(ParseError)
 NOT_MINE = CUT + 1
 
+
+#: the front end's own blocks' counts, by port name (the register map's icrc.* and parser.*)
+FRONT_STATS = ("icrc_frames", "icrc_bad", "parser_frames", "parser_errors", "parser_last_error")
 
 def rx_meta_layout(planes):
     """What travels with every frame that passes: the parser's record and the plane it came on."""
@@ -71,6 +74,9 @@ class RxFront(wiring.Component):
     sid : In(ArrayLayout(128, planes)): this NIC's SRv6 address on each plane
     o : Out(stream {data, keep, last, meta: rx_meta_layout(planes)})
     frames : Out(32), frames passed;  drop_<reason> : Out(32) for each of :func:`drop_reasons`
+    icrc_frames, icrc_bad, parser_frames, parser_errors : Out(32);  parser_last_error :
+        Out(ParseError): the ICRC checker's and the header parser's own counts (the register
+        map's ``icrc.*`` and ``parser.*``)
     """
 
     def __init__(self, width=64, planes=2, max_frame=9600, timeout=1024, max_segments=4):
@@ -92,6 +98,8 @@ class RxFront(wiring.Component):
         members["sid"] = In(data.ArrayLayout(128, planes))
         members["frames"] = Out(32)
         members.update({f"drop_{r}": Out(32) for r in drop_reasons()})
+        members.update({name: Out(32) for name in FRONT_STATS[:-1]})
+        members["parser_last_error"] = Out(ParseError)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -190,5 +198,8 @@ class RxFront(wiring.Component):
                     getattr(wf, f"dropped{e.value}"))
         m.d.comb += [self.drop_cut.eq(getattr(wf, f"dropped{CUT}")),
                      self.drop_not_mine.eq(getattr(wf, f"dropped{NOT_MINE}")),
-                     self.drop_icrc.eq(ck.dropped0)]
+                     self.drop_icrc.eq(ck.dropped0),
+                     self.icrc_frames.eq(icrc.frames), self.icrc_bad.eq(icrc.bad),
+                     self.parser_frames.eq(parser.frames), self.parser_errors.eq(parser.errors),
+                     self.parser_last_error.eq(parser.last_error)]
         return m

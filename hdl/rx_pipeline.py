@@ -10,7 +10,7 @@ from mrcnic.regmap import RX_EVENTS, RX_FRONT_DROPS, RX_OUTCOMES
 from .host_memory import MemWritePort
 from .qp_context import static_layout
 from .rx_event import RxOutcome, ack_layout, completion_layout
-from .rx_front import RxFront, drop_reasons
+from .rx_front import FRONT_STATS, RxFront, drop_reasons
 from .rx_transport import RX_COUNTERS, RxTransport, init_layout
 from .stream import PacketStream, check_width
 from .transport_parser import transport_layout
@@ -40,6 +40,7 @@ class RxPipeline(wiring.Component):
         :class:`RxTransport`
     frames, drop_<reason>, outcome_<name>, ooo, completions, sacks, nacks, place_errors :
         Out(32), the counters of :func:`rx_counter_names`
+    icrc_frames, icrc_bad, parser_frames, parser_errors, parser_last_error : the front end's
     """
 
     def __init__(self, width=64, planes=2, qps=16, window=256, messages=512, max_frame=9600,
@@ -56,6 +57,7 @@ class RxPipeline(wiring.Component):
         self._front = RxFront(width, planes, max_frame, timeout, max_segments)
         depth = 1 << (2 * (-(-max_frame // L) + 1)).bit_length()
         self._transport = RxTransport(width, planes, qps, window, messages, depth)
+        front_sig = self._front.signature.members
         super().__init__({
             **{f"plane{p}": In(PacketStream(width)) for p in range(planes)},
             "ctx_addr": Out(range(qps)), "ctx": In(static_layout()),
@@ -67,6 +69,7 @@ class RxPipeline(wiring.Component):
             "coalesce": In(8), "timeout": In(32), "share_period": In(16),
             "sid": In(data.ArrayLayout(128, planes)),
             **{name: Out(32) for name in rx_counter_names()},
+            **{name: front_sig[name] for name in FRONT_STATS},
         })
 
     def elaborate(self, platform):
@@ -86,4 +89,6 @@ class RxPipeline(wiring.Component):
         for name in rx_counter_names():
             src = front if name == "frames" or name.startswith("drop_") else tr
             m.d.comb += getattr(self, name).eq(getattr(src, name))
+        for name in FRONT_STATS:
+            m.d.comb += getattr(self, name).eq(getattr(front, name))
         return m

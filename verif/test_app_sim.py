@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mrcnic import driver
+from mrcnic import driver, regmap
 from mrcnic.app import Context, WcOpcode
 from mrcnic.ctl_errors import InvalidArgument, IoError
 from mrcnic.enums import EvState, QpState, SrMode, WrStatus
@@ -288,3 +288,28 @@ def test_a_port_status_update_reaches_every_peer(nics):
         assert dev1.read("rel.status_received") == heard + qps
     finally:
         dev0.write("rel.status_interval", interval)
+
+
+def test_the_front_end_counters_agree_with_what_it_passed_and_dropped(nics):
+    """icrc.* and parser.*, the checker's and the parser's own counts, against the receive
+    side's: every frame parsed was passed or dropped for one reason, every frame checked was
+    passed or dropped for its ICRC, every malformed one was dropped as such. Read while the
+    NICs are idle (the reads agree twice running), after the other tests' traffic."""
+    # the drops for the parser's reasons: all but a guard's cut, the ICRC and not_mine
+    parse_drops = [r for r in regmap.RX_FRONT_DROPS if r not in ("cut", "icrc", "not_mine")]
+    for dev, _, _ in nics:
+        names = ["icrc.frames", "icrc.bad", "parser.frames", "parser.errors", "rx.frames",
+                 *(f"rx.drop_{r}" for r in regmap.RX_FRONT_DROPS)]
+        deadline = time.monotonic() + 10
+        while True:
+            before = {n: dev.read(n) for n in names}
+            after = {n: dev.read(n) for n in names}
+            if before == after or time.monotonic() > deadline:
+                break
+        c = after
+        drops = sum(c[f"rx.drop_{r}"] for r in regmap.RX_FRONT_DROPS)
+        assert c["rx.frames"] > 0 and c["icrc.frames"] > 0, c
+        assert c["parser.frames"] == c["rx.frames"] + drops, c
+        assert c["icrc.frames"] == c["rx.frames"] + c["rx.drop_icrc"], c
+        assert c["icrc.bad"] >= c["rx.drop_icrc"], c       # a trimmed frame passes anyway
+        assert c["parser.errors"] >= sum(c[f"rx.drop_{r}"] for r in parse_drops), c
