@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import CQ_ENTRY, by_name
 
-from .register_queue import RegisterQueue
+from .register_queue import RegisterQueue, packed
 from .rx_event import completion_layout as recv_layout
 from .segmenter import completion_layout as send_layout
 
@@ -53,15 +53,6 @@ class CompletionQueue(wiring.Component):
             "overflows": Out(32),
         })
 
-    @staticmethod
-    def _pack(m, fields):
-        """An entry from {field: value}; fields left out are zero."""
-        entry = Signal(ENTRY_BITS)
-        for name, value in fields.items():
-            lo, width = CQ_ENTRY[name]
-            m.d.comb += entry[lo:lo + width].eq(value)
-        return entry
-
     def elaborate(self, platform):
         m = Module()
         m.submodules.queue = queue = self._queue
@@ -77,9 +68,10 @@ class CompletionQueue(wiring.Component):
             queued.append(src.valid & to_queue)
 
         s, r = self.send.payload, self.recv.payload
-        send_entry = self._pack(m, {"wr_id": s.wr_id, "qp": s.qp, "status": s.status})
-        recv_entry = self._pack(m, {"qp": r.qp, "msn": r.msn, "imm": r.imm,
-                                    "has_imm": r.has_imm, "recv": Const(1)})
+        send_entry = packed(m, CQ_ENTRY, ENTRY_BITS,
+                            {"wr_id": s.wr_id, "qp": s.qp, "status": s.status})
+        recv_entry = packed(m, CQ_ENTRY, ENTRY_BITS, {"qp": r.qp, "msn": r.msn, "imm": r.imm,
+                                                      "has_imm": r.has_imm, "recv": Const(1)})
         # One entry a cycle: a send completion first, a receive one the cycle after.
         with m.If(queued[0]):
             m.d.comb += [queue.i.valid.eq(1), self.send.ready.eq(1),

@@ -1,14 +1,14 @@
 """EV event queue: the EV state changes a controller subscribed to, for it to read through
 registers."""
 
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.enums import EvState
 from mrcnic.regmap import EVQ_ENTRY, EVQ_OTHERS, by_name
 
-from .register_queue import RegisterQueue
+from .register_queue import RegisterQueue, packed
 
 __all__ = ["EvEventQueue"]
 
@@ -54,9 +54,7 @@ class EvEventQueue(wiring.Component):
         m = Module()
         m.submodules.queue = queue = self._queue
         c = self.changed.payload
-        entry = Signal(ENTRY_BITS)
-        for name, (lo, width) in EVQ_ENTRY.items():
-            m.d.comb += entry[lo:lo + width].eq(getattr(c, name))
+        entry = packed(m, EVQ_ENTRY, ENTRY_BITS, {name: getattr(c, name) for name in EVQ_ENTRY})
         m.d.comb += [queue.i.payload.eq(entry),
                      queue.i.valid.eq(self.changed.valid & self.mask.bit_select(c.state, 1)),
                      self.count.eq(queue.count), self.entry.eq(queue.entry),

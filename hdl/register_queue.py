@@ -1,11 +1,21 @@
 """Register queue: records kept for a host that reads them through registers, oldest first."""
 
-from amaranth import Module, Mux
+from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegisterQueue"]
+__all__ = ["RegisterQueue", "packed"]
+
+
+def packed(m, layout, width, fields):
+    """A ``width``-bit entry from {field: value}, laid out as ``layout`` (the register map's
+    CQ_ENTRY or EVQ_ENTRY: name -> (lowest bit, width)); fields left out are zero."""
+    entry = Signal(width)
+    for name, value in fields.items():
+        low, bits = layout[name]
+        m.d.comb += entry[low:low + bits].eq(value)
+    return entry
 
 
 class RegisterQueue(wiring.Component):

@@ -38,6 +38,7 @@ from .regmap import (
     TX_ERROR_REASONS,
     Access,
     by_name,
+    unpack,
 )
 from .wire import PROBE_DQP
 
@@ -625,17 +626,14 @@ class Completion:
 
     @classmethod
     def decode(cls, entry: int) -> Completion:
-        def field(name):
-            low, width = CQ_ENTRY[name]
-            return entry >> low & ((1 << width) - 1)
+        f = unpack(CQ_ENTRY, entry)
         try:
-            status = WrStatus(field("status"))
+            status = WrStatus(f["status"])
         except ValueError:
-            raise RegisterError(f"cq.entry {entry:#026x}: status {field('status')} is not one "
+            raise RegisterError(f"cq.entry {entry:#026x}: status {f['status']} is not one "
                                 f"of {[s.name for s in WrStatus]}") from None
-        return cls(wr_id=field("wr_id"), qp=field("qp"), status=status,
-                   recv=bool(field("recv")), has_imm=bool(field("has_imm")),
-                   msn=field("msn"), imm=field("imm"))
+        return cls(wr_id=f["wr_id"], qp=f["qp"], status=status, recv=bool(f["recv"]),
+                   has_imm=bool(f["has_imm"]), msn=f["msn"], imm=f["imm"])
 
 
 @_refusals_checked
@@ -754,13 +752,11 @@ class EvEvent:
 
     @classmethod
     def decode(cls, entry: int) -> EvEvent:
-        def field(name):
-            low, width = EVQ_ENTRY[name]
-            return entry >> low & ((1 << width) - 1)
-        others = field("others")
-        return cls(qp=field("qp"), index=field("index"), state=EvState(field("state")),
-                   management=bool(field("management")), replaced=bool(field("replaced")),
-                   others=frozenset(i for i in range(EVQ_ENTRY["others"][1]) if others >> i & 1))
+        f = unpack(EVQ_ENTRY, entry)
+        return cls(qp=f["qp"], index=f["index"], state=EvState(f["state"]),
+                   management=bool(f["management"]), replaced=bool(f["replaced"]),
+                   others=frozenset(i for i in range(EVQ_ENTRY["others"][1])
+                                    if f["others"] >> i & 1))
 
 
 @_refusals_checked

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
            "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
-           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "commands"]
+           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "unpack", "pack",
+           "commands"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0002  # major.minor in the two halves
@@ -395,6 +396,16 @@ _CQ = (
        "Completions lost because the queue was full (cq.depth entries): poll it often enough."),
     _r("cq", "depth", 0x95C, 32, "CONST", 0, "Entries the completion queue holds."),
 )
+
+def unpack(layout: dict, value: int) -> dict[str, int]:
+    """The fields of a queue entry (``layout``: CQ_ENTRY or EVQ_ENTRY), by name."""
+    return {name: value >> low & ((1 << width) - 1) for name, (low, width) in layout.items()}
+
+
+def pack(layout: dict, fields: dict) -> int:
+    """A queue entry from its fields by name (those left out are zero), as the NIC lays it out."""
+    return sum(int(v) << layout[name][0] for name, v in fields.items())
+
 
 #: evq.entry's fields: name -> (lowest bit, width); ``others`` covers this many entries
 EVQ_OTHERS = 64

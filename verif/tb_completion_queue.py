@@ -12,14 +12,14 @@ from cocotbext.axi import AxiStreamFrame
 from mrcnic.enums import WrStatus
 from mrcnic.hdl.rx_event import completion_layout as recv_layout
 from mrcnic.hdl.segmenter import completion_layout as send_layout
-from mrcnic.regmap import CQ_ENTRY
+from mrcnic.regmap import CQ_ENTRY, unpack
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.tbkit import params, setup, sink, source
 
 
 def entry_fields(value: int) -> dict:
     """An entry's fields by the register map's layout (the driver's reading of cq.entry)."""
-    return {name: (value >> lo) & ((1 << width) - 1) for name, (lo, width) in CQ_ENTRY.items()}
+    return unpack(CQ_ENTRY, value)
 
 
 def expected_entry(kind: str, rec: dict) -> dict:

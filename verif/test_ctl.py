@@ -106,7 +106,7 @@ class FakeNic(FakeBus):
             return
         fields = {"qp": qp, "index": index, "state": state.value, "management": management,
                   "replaced": replaced, "others": sum(1 << i for i in others)}
-        self.events.append(sum(int(v) << regmap.EVQ_ENTRY[k][0] for k, v in fields.items()))
+        self.events.append(regmap.pack(regmap.EVQ_ENTRY, fields))
 
     def answer(self, qp, entry, rtt):
         """A probe answer arrives: ep.answers and ep.rtt take it if it is for the entry
