@@ -2,6 +2,7 @@
 
 from amaranth import Cat, Module, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access
@@ -17,7 +18,8 @@ class RegisterBank(wiring.Component):
     Each ``RW`` register is storage driven out on a port named ``<block>_<name>``; each ``RO``
     register is a port of that name driven in by the gateware; each ``CMD`` register is an
     ``Out(stream.Signature(width))`` of that name whose payload is the value written, valid until
-    the gateware takes it. ``CONST`` registers read the value given in ``constants``.
+    the gateware takes it. ``CONST`` registers read the value given in ``constants``. Each
+    ``MEM`` register is a block RAM of its words, which only the bus reaches.
 
     Refused accesses change nothing and count in ``global.bus_errors`` (which the bank drives
     itself): an unmapped offset, a write to a register that is not RW or CMD, a value wider than
@@ -73,10 +75,35 @@ class RegisterBank(wiring.Component):
                 pending = getattr(self, r.port).valid
                 locked[r.block] = locked[r.block] | pending if r.block in locked else pending
 
+        # A MEM register's words: its high address bits select it, its low ones the word. The
+        # word read appears a cycle after the strobe, as every register's does.
+        r_word = Signal(32)
+        m.d.comb += bus.r_data.eq(r_word)
+        mem_hits = []
+        for r in regs:
+            if r.access is not Access.MEM:
+                continue
+            low = (4 * r.words).bit_length() - 1
+            hit = Signal(name=f"hit_{r.port}")
+            m.d.comb += hit.eq((bus.addr[low:] == r.offset >> low) & (bus.addr[:2] == 0))
+            mem_hits.append(hit)
+            m.submodules[f"mem_{r.port}"] = mem = Memory(shape=32, depth=r.words, init=[])
+            rd, wr = mem.read_port(), mem.write_port()
+            m.d.comb += [rd.addr.eq(bus.addr[2:low]), rd.en.eq(bus.r_stb & hit),
+                         wr.addr.eq(bus.addr[2:low]), wr.data.eq(bus.w_data),
+                         wr.en.eq(bus.w_stb & hit)]
+            selected = Signal(name=f"read_{r.port}")
+            with m.If(bus.r_stb):
+                m.d.sync += selected.eq(hit)
+            with m.If(selected):
+                m.d.comb += bus.r_data.eq(rd.data)
+
         # Reads. The first word of a wide RO register snapshots the rest for the words after.
         with m.If(bus.r_stb):
             with m.Switch(bus.addr):
                 for r in regs:
+                    if r.access is Access.MEM:
+                        continue
                     if r.access is Access.CONST:
                         value = self._constants.get(r.path, r.reset)
                     elif r.path == BUS_ERRORS:
@@ -91,16 +118,17 @@ class RegisterBank(wiring.Component):
                     for k in range(r.words):
                         with m.Case(r.offset + 4 * k):
                             if k == 0:
-                                m.d.sync += bus.r_data.eq(value[:32] if r.words > 1 else value)
+                                m.d.sync += r_word.eq(value[:32] if r.words > 1 else value)
                                 if shadow is not None:
                                     m.d.sync += shadow.eq(value[32:])
                             elif shadow is not None:
-                                m.d.sync += bus.r_data.eq(shadow[32 * (k - 1):32 * k])
+                                m.d.sync += r_word.eq(shadow[32 * (k - 1):32 * k])
                             else:
-                                m.d.sync += bus.r_data.eq(value[32 * k:32 * (k + 1)])
+                                m.d.sync += r_word.eq(value[32 * k:32 * (k + 1)])
                 with m.Default():
-                    m.d.sync += bus.r_data.eq(0)
-                    m.d.comb += refused.eq(1)
+                    m.d.sync += r_word.eq(0)
+                    with m.If(~Cat(*mem_hits).any()):
+                        m.d.comb += refused.eq(1)
 
         # Writes land only on RW and CMD registers, only when the value fits the width and limit
         # (limits exist only on registers of one word) and the block is not locked.
@@ -130,6 +158,7 @@ class RegisterBank(wiring.Component):
             if r.access is Access.CMD:
                 with m.If(port.valid & port.ready):
                     m.d.sync += port.valid.eq(0)
+        written += mem_hits
         with m.If(bus.w_stb & ~Cat(*written).any()):
             m.d.comb += refused.eq(1)
 

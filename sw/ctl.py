@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import enum
 import errno
+import functools
 import math
 import time
 from collections import deque
@@ -45,7 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from dataclasses import replace as _copy
 
-from . import driver
+from . import driver, store
 from .ctl_errors import (
     Busy,
     InvalidArgument,
@@ -58,6 +59,7 @@ from .ctl_errors import (
     run_on_nic,
 )
 from .enums import EvState, SrMode
+from .store import StoreError, StoreFull
 from .ev_expand import MAX_EV_BYTES, EvField, EvProfile, FormatMode, FormatProfile
 from .evmap import EvLayout, Route, UsidTemplate, format_addr
 from .mgmt import Status, StatusError
@@ -444,6 +446,27 @@ def _need(what: str, pid: int, target: ProfileState, needs, values: dict) -> Non
                               f"{', '.join(missing)} must be set first")
 
 
+def _shared(fn):
+    """A method that reads or changes the profiles: it sees what the NIC's store holds (another
+    program may have changed it), and what it changes goes back there."""
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        self._sync()
+        before = self._encoded()
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            self._save(before)
+    return method
+
+
+#: the controller's fields the NIC's store keeps, and the classes they are made of
+_STORED = {"_fmts": dict, "_evps": dict, "_ccs": dict, "_bound": dict, "_applied": lambda: None,
+           "_spared": dict}
+_STORED_CLASSES = (_Fmt, _EvProfile, _Cc, ProfileState, FormatMode, EvMode, EvState, EvField,
+                   Ev, Binding, UsidTemplate, SrMode, NsccConfig)
+
+
 class Controller:
     """The controller API for the NIC behind ``regs`` (a :class:`~mrcnic.regclient.RegisterClient`,
     e.g. :attr:`mrcnic.target.Device.regs`).
@@ -475,6 +498,12 @@ class Controller:
         self._evcq: EvEventCq | None = None
         self._nic_mask: frozenset | None = None  # evq.mask as last written (None: not known)
         self._spared: dict[int, set[int]] = {}   # QP -> entries a spare now holds
+        # the NIC's store (sw/store.py): its generation as last read or written, and what it
+        # holds besides this controller's part
+        self._stored = self._info["store"]
+        self._gen: int | None = None
+        self._doc: dict = {}
+        self._sync()
 
     # -- the NIC ---------------------------------------------------------------------------
 
@@ -489,18 +518,62 @@ class Controller:
         depth = self._built_with("evq.depth")
         # ep.refused stands for the endpoint request block: one at the address means it is there
         ep = self._built_with("ep.refused") is not None
-        return {**info, "evq_depth": depth or 0, "ep": ep}
+        # the profiles are kept on the NIC where it has a store (register map 1.3 on)
+        kept = self._built_with("store.data", store.generation()) is not None
+        return {**info, "evq_depth": depth or 0, "ep": ep, "store": kept}
 
-    def _built_with(self, path: str) -> int | None:
-        """Register ``path``'s value, or None if the NIC has nothing at its address (it was
-        built before that block)."""
+    def _built_with(self, path: str, program: Program | None = None) -> int | None:
+        """Register ``path``'s value (or what ``program``, which reads it, returns), or None if
+        the NIC has nothing at its address (it was built before that block)."""
         try:
-            return self._run(read(path))
+            return self._run(read(path) if program is None else program)
         except IoError as e:
             cause = e.__cause__
             if not (isinstance(cause, StatusError) and cause.status is Status.BAD_ADDRESS):
                 raise
             return None
+
+    # -- the store ---------------------------------------------------------------------------
+
+    def _encoded(self):
+        return store.encode({name: getattr(self, name) for name in _STORED})
+
+    def _sync(self) -> None:
+        """Takes up the profiles the NIC's store holds if another program changed them."""
+        if not self._stored:
+            return
+        try:
+            if self._gen is not None and self._run(store.generation()) == self._gen:
+                return
+            gen, doc = self._run(store.load())
+            part = store.decode(doc.get("ctl", {}), _STORED_CLASSES) if doc else {}
+        except StoreError as e:
+            raise IoError(f"the NIC's store: {e}") from e
+        if not isinstance(part, dict) or not isinstance(doc or {}, dict):
+            raise IoError("the NIC's store does not hold a controller's profiles")
+        for name, empty in _STORED.items():
+            setattr(self, name, part.get(name, empty()))
+        self._spared = {qp: set(entries) for qp, entries in self._spared.items()}
+        self._gen, self._doc = gen, doc or {}
+        self._nic_mask = None           # written by whoever changed the profiles last
+
+    def _save(self, before) -> None:
+        """Writes the profiles to the NIC's store if they changed since ``before``
+        (:meth:`_encoded`)."""
+        after = self._encoded()
+        if not self._stored or after == before:
+            return
+        if self._run(store.generation()) != self._gen:
+            raise Busy("another program changed the NIC's profiles while this one did; what "
+                       "this one did is on the NIC but not in its store: look again "
+                       "(query) and repeat it")
+        doc = {**self._doc, "ctl": after}
+        try:
+            self._run(store.save(doc, self._gen + 1))
+        except StoreFull as e:
+            raise TooBig(f"the NIC's store cannot hold these profiles: {e}",
+                         needed=e.needed) from e
+        self._gen, self._doc = self._gen + 1, doc
 
     def _nic_states(self, qp: int) -> list[EvState]:
         # the look leaves the selectors it moves as they were, as the CLI's do
@@ -538,6 +611,7 @@ class Controller:
                                | ({Feature.EV_EVENT} if info["evq_depth"] else set())
                                | ({Feature.EP_OP_EV_PROBE} if info["ep"] else set())))
 
+    @_shared
     def query_device(self) -> DeviceAttr:
         """``mrc_ctl_query_device``: the controller attributes, from the NIC's ``global``
         registers as they read now."""
@@ -609,6 +683,7 @@ class Controller:
 
     # -- EV format profiles ----------------------------------------------------------------
 
+    @_shared
     def modify_ev_fmt_profile(self, profile_id: int, *, state: ProfileState | None = None,
                               mode: FormatMode | None = None, widths=None) -> None:
         """``mrc_ctl_modify_ev_fmt_profile``: the attributes given change (``widths`` is the
@@ -652,6 +727,7 @@ class Controller:
         if to is not ProfileState.INIT:
             self._fmts[pid] = new
 
+    @_shared
     def query_ev_fmt_profile(self, profile_id: int, max_fields: int | None = None
                              ) -> FormatProfileInfo:
         """``mrc_ctl_query_ev_fmt_profile``; with ``max_fields``, the room the caller has for
@@ -704,6 +780,7 @@ class Controller:
         self._port(ev.port)
         return Ev(ev.key.ljust((rule.ev_bits + 7) // 8, b"\0"), ev.port)
 
+    @_shared
     def modify_ev_profile(self, profile_id: int, *, state: ProfileState | None = None,
                           mode: EvMode | None = None, fmt_id: int | None = None,
                           ev_count: int | None = None, min_active: int | None = None,
@@ -831,6 +908,7 @@ class Controller:
             raise InvalidArgument(f"EV profile {pid} cannot go ONLINE: EV array entry {empty[0]} "
                                   f"(of {len(empty)}) is unpopulated; REPLACE_EV fills it")
 
+    @_shared
     def query_ev_profile(self, profile_id: int, max_fields: int | None = None) -> EvProfileInfo:
         """``mrc_ctl_query_ev_profile`` without its EV operations (:meth:`query_ev_states`,
         :meth:`query_ev_array`); ``max_fields`` as :meth:`query_ev_fmt_profile`'s."""
@@ -884,6 +962,7 @@ class Controller:
                                   f"{state!r}")
         return state
 
+    @_shared
     def replace_evs(self, profile_id: int, entries: Iterable[EvOpEntry]) -> list[EvOpEntry]:
         """REPLACE_EV on each entry: the EV ``ev`` (one copy, or with ``all_copies`` every one;
         :data:`UNPOPULATED` names an entry not yet given one) becomes ``ev_new``, in ``state``.
@@ -928,6 +1007,7 @@ class Controller:
 
         return self._batch(entries, one)
 
+    @_shared
     def modify_ev_states(self, profile_id: int, entries: Iterable[EvOpEntry]) -> list[EvOpEntry]:
         """MODIFY_EV_STATE on each entry: every copy of ``ev`` takes ``state`` (GOOD,
         ASSUMED_BAD or DENIED), in the tables of the QPs the profile is loaded into too."""
@@ -968,6 +1048,7 @@ class Controller:
         table = self._nic_states(qp)
         return [table[i] for i in p.bindings[qp].entries]
 
+    @_shared
     def query_ev_states(self, profile_id: int, evs: Iterable[Ev], qp: int | None = None
                         ) -> list[EvOpEntry]:
         """QUERY_EV_STATE: each EV's state (its first copy's), as the NIC's table of the QP the
@@ -985,6 +1066,7 @@ class Controller:
 
         return self._batch((e if isinstance(e, EvOpEntry) else EvOpEntry(e) for e in evs), one)
 
+    @_shared
     def query_ev_array(self, profile_id: int, max_entries: int | None = None,
                        qp: int | None = None) -> list[EvOpEntry]:
         """QUERY_EV_ARRAY: the profile's EVs in order, each with its port, its state (as
@@ -1079,6 +1161,7 @@ class Controller:
                                   "takes no template")
         return mode
 
+    @_shared
     def bind_ev_profile(self, profile_id: int, qp: int, *, template: UsidTemplate | None = None,
                         mode: SrMode | None = None) -> Binding:
         """Loads ONLINE EV profile ``profile_id`` into QP ``qp``'s EV table, in place of what it
@@ -1143,6 +1226,7 @@ class Controller:
         if p.mode is EvMode.GENERATED and not p.bindings:
             p.evs = [Ev(ev.value) for ev in p.evs]      # the port is the table's: none now
 
+    @_shared
     def unbind_ev_profile(self, qp: int) -> None:
         """Empties QP ``qp``'s EV table (it has no EV to send on until a profile is loaded),
         and the profile it held is no longer in use there."""
@@ -1153,6 +1237,7 @@ class Controller:
         self._run(driver.clear_ev_profile(qp))
         self._sync_event_mask()
 
+    @_shared
     def binding(self, qp: int) -> Binding | None:
         """What the controller loaded into QP ``qp``'s table, if anything."""
         pid = self._bound.get(qp)
@@ -1160,6 +1245,7 @@ class Controller:
 
     # -- CC profiles -----------------------------------------------------------------------
 
+    @_shared
     def modify_cc_profile(self, profile_id: int, *, state: ProfileState | None = None,
                           algorithm: str | None = None, config: NsccConfig | None = None) -> None:
         """``mrc_ctl_modify_cc_profile``: the attributes given change, then the profile moves
@@ -1196,6 +1282,7 @@ class Controller:
             elif config is not None:
                 self._run(driver.set_congestion(**self._nscc_registers(pid, new.config)))
 
+    @_shared
     def query_cc_profile(self, profile_id: int) -> CcProfileInfo:
         """``mrc_ctl_query_cc_profile``."""
         pid = _profile_id(profile_id)
@@ -1255,6 +1342,7 @@ class Controller:
             out["cwnd_max"] = out["cwnd_init"] = cfg.max_cwnd
         return out
 
+    @_shared
     def apply_cc_profile(self, profile_id: int) -> dict:
         """Writes ONLINE CC profile ``profile_id`` into the NIC's congestion registers, which
         every QP's window follows; returns what was written, as
@@ -1278,6 +1366,7 @@ class Controller:
 
     # -- EV events -------------------------------------------------------------------------
 
+    @_shared
     def create_ev_event_cq(self, cqe: int) -> EvEventCq:
         """``mrc_ctl_create_ev_event_cq``: the EV event CQ, of at least ``cqe`` events.
 
@@ -1312,6 +1401,7 @@ class Controller:
                                   + (": it was destroyed" if cq.destroyed else ""))
         return cq
 
+    @_shared
     def destroy_ev_event_cq(self, cq: EvEventCq) -> None:
         """``mrc_destroy_cq`` of the EV event CQ: the NIC queues no more changes (evq.mask
         0), and the events not polled go with the CQ."""
@@ -1376,6 +1466,7 @@ class Controller:
         cq._lost += (overflows - cq._overflows) % _U32
         cq._overflows = overflows
 
+    @_shared
     def poll_ev_event(self, cq: EvEventCq, max_events: int) -> list[EvEvent]:
         """``mrc_ctl_poll_ev_event``: up to ``max_events`` events, oldest first ([] when
         none is waiting).
@@ -1401,6 +1492,7 @@ class Controller:
 
     # -- endpoint requests ------------------------------------------------------------------
 
+    @_shared
     def ep_batch_send_wait(self, op_type: EpOpType | str, requests, timeout_ns: int
                            ) -> list[EpResponse]:
         """``mrc_ctl_ep_batch_send_wait``: sends a batch of endpoint requests of one type and

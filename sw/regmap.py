@@ -30,12 +30,12 @@ from dataclasses import dataclass
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
            "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
-           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "unpack", "pack",
-           "commands"]
+           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "STORE_WORDS", "unpack",
+           "pack", "commands", "memories"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
-MRCNIC_VERSION = 0x0001_0002  # major.minor in the two halves
-ADDR_WIDTH = 12               # byte-address bits of the CSR bus: a 4 KiB window
+MRCNIC_VERSION = 0x0001_0003  # major.minor in the two halves
+ADDR_WIDTH = 13               # byte-address bits of the CSR bus: an 8 KiB window
 BUS_ERRORS = "global.bus_errors"   # the one RO register the bank drives itself
 
 
@@ -50,6 +50,7 @@ class Access(enum.Enum):
     RO = "RO"
     CONST = "CONST"
     CMD = "CMD"
+    MEM = "MEM"
 
 
 @dataclass(frozen=True)
@@ -474,6 +475,19 @@ _MEM = (
 )
 
 
+#: words in store.data
+STORE_WORDS = 1024
+
+# What the host keeps on the NIC, so that every program driving it sees the same: the
+# controller's profiles and the bindings of QPs to them (sw/store.py lays the words out).
+_STORE = (
+    _r("store", "data", 0x1000, 32 * STORE_WORDS, "MEM", 0,
+       f"{STORE_WORDS} words of block RAM the NIC keeps for its host software (the datapath "
+       "never reads them): the controller's EV format, EV and CC profiles and which QP uses "
+       "which, laid out by sw/store.py."),
+)
+
+
 REGISTERS: tuple[Register, ...] = (
     _r("global", "id", 0x000, 32, "CONST", MRCNIC_ID, "Identification: 0x4D524331 ('MRC1')."),
     _r("global", "version", 0x004, 32, "CONST", MRCNIC_VERSION, "Register-map version, major.minor."),
@@ -500,7 +514,7 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
     *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(), *_NET,
-    *_WQ, *_CQ, *_MEM, *_EVQ, *_EP,
+    *_WQ, *_CQ, *_MEM, *_EVQ, *_EP, *_STORE,
 )
 
 
@@ -511,7 +525,14 @@ def _check(regs):
         end = r.offset + 4 * r.words
         if r.offset % 4 or not 0 <= r.offset or end > 1 << ADDR_WIDTH:
             raise ValueError(f"{r.path}: offset {r.offset:#x} is not a word inside the CSR window")
-        if not 1 <= r.width <= (32 if r.access in (Access.CONST, Access.CMD) else 256):
+        if r.access is Access.MEM:
+            # a power of two of words at a multiple of its size: the bank decodes it by its
+            # high address bits alone
+            if (r.width % 32 or r.words & (r.words - 1) or r.offset % (4 * r.words)
+                    or r.limit is not None or r.reset):
+                raise ValueError(f"{r.path}: a MEM register is a power of two of words at a "
+                                 "multiple of its size, with no limit and reset 0")
+        elif not 1 <= r.width <= (32 if r.access in (Access.CONST, Access.CMD) else 256):
             raise ValueError(f"{r.path}: width {r.width} is out of range")
         if r.limit is not None and not (r.words == 1 and 0 <= r.limit < 1 << r.width):
             raise ValueError(f"{r.path}: limit {r.limit} does not fit its width (or the "
@@ -541,6 +562,11 @@ def by_name(path: str) -> Register:
 def by_offset(offset: int) -> Register | None:
     """The register one of whose words is at ``offset``."""
     return _BY_OFFSET.get(offset)
+
+
+def memories() -> list[Register]:
+    """The MEM registers."""
+    return [r for r in REGISTERS if r.access is Access.MEM]
 
 
 def commands(block: str) -> list[Register]:

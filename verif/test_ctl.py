@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mrcnic import driver, regmap
+from mrcnic import driver, regmap, store
 from mrcnic.ctl import (
     NSCC,
     UNPOPULATED,
@@ -162,6 +162,10 @@ class FakeNic(FakeBus):
             word = (offset - regmap.by_name("evq.entry").offset) // 4
             return (self.events[0] if self.events else 0) >> (32 * word) & 0xFFFF_FFFF
         return super().read(offset)
+
+    def register_writes(self):
+        """The writes but those of the store, where every change of the profiles goes."""
+        return [(o, v) for o, v in self.writes if _path(o) != "store.data"]
 
     def ev_writes(self):
         return [(_path(o), v) for o, v in self.writes if _path(o).startswith("ev.")]
@@ -1030,7 +1034,7 @@ def test_a_cc_profile_goes_round_its_state_machine_and_onto_the_nic():
     ctl.modify_cc_profile(3, state=S.OFFLINE)
     nic.writes.clear()
     ctl.modify_cc_profile(3, config=NsccConfig(target_delay=9000))    # applied no longer
-    assert nic.writes == []
+    assert nic.register_writes() == []
     ctl.modify_cc_profile(3, state=S.INIT)
     assert ctl.query_cc_profile(3).state is S.INIT
 
@@ -1063,7 +1067,7 @@ def test_nscc_fields_the_nic_has_no_register_for_are_refused(cfg, cls, match):
     ctl.modify_cc_profile(3, state=S.OFFLINE, algorithm=NSCC)
     refused(cls, cls.errno, ctl.modify_cc_profile, 3, config=NsccConfig(**cfg), match=match)
     assert ctl.query_cc_profile(3).config is None
-    assert nic.writes == []
+    assert nic.register_writes() == []
 
 
 @pytest.mark.parametrize("cfg", [{"disable_qa": 256}, {"target_delay": -1}, {"gamma": "0.8"},
@@ -1292,3 +1296,80 @@ def test_a_cc_profile_lands_in_the_rel_registers_of_a_simulated_nic(served):
         assert got == {"target_rtt": 2000, "cwnd_init": 123_456, "cwnd_max": 123_456,
                        "cc_fair": 0}
         assert dev.read("global.bus_errors") == refusals               # the NIC took every write
+
+
+# -- the profiles kept on the NIC -------------------------------------------------------------
+
+
+def test_every_program_driving_the_nic_sees_the_same_profiles():
+    nic, first = controller()
+    srv6_format(first)
+    generated(first)
+    stev_explicit(first, [(LAYOUT.make(p, 0, 0x10), p + 1) for p in range(2)])
+    nscc(first, max_cwnd=200_000)
+    first.bind_ev_profile(7, 2, template=ONE_USID)
+    # a second controller, as the next mrcnic command makes, finds all of it
+    second = Controller(RegisterClient(nic))
+    for pid in (7, 5):
+        assert second.query_ev_profile(pid) == first.query_ev_profile(pid)
+        assert second.query_ev_array(pid) == first.query_ev_array(pid)
+    assert second.query_ev_fmt_profile(1) == first.query_ev_fmt_profile(1)
+    assert second.query_cc_profile(3) == first.query_cc_profile(3)
+    assert second.binding(2) == first.binding(2) and second.binding(1) is None
+    assert second.query_device().ev_free_count == first.query_device().ev_free_count
+    # and what it changes, the first sees at its next call
+    second.unbind_ev_profile(2)
+    second.modify_ev_profile(5, state=S.OFFLINE)
+    assert first.binding(2) is None
+    assert first.query_ev_profile(5).state is S.OFFLINE
+    first.modify_ev_profile(5, state=S.INIT)
+    assert second.query_ev_profile(5).state is S.INIT
+
+
+def test_a_change_made_meanwhile_by_another_program_is_ebusy():
+    nic, ctl = controller()
+    srv6_format(ctl)
+    generated(ctl, online=False)
+    gen_word = regmap.by_name("store.data").offset + 8
+
+    class Meddler(FakeNic):
+        pass
+    # another program writes the store while this one is half way through a change
+    real_write = nic.write
+
+    def write(offset, value):
+        real_write(offset, value)
+        if _path(offset) == "ev.load":
+            nic.words[gen_word] += 1
+    nic.write = write
+    ctl.modify_ev_profile(7, state=S.ONLINE, min_active=1, event_mask=())
+    refused(Busy, errno.EBUSY, ctl.bind_ev_profile, 7, 2, template=ONE_USID,
+            match="another program changed")
+
+
+def test_profiles_too_large_for_the_store_are_e2big():
+    import random
+    rng = random.Random(5)
+    nic, ctl = controller(qps=1024)
+    stev_explicit(ctl, [(LAYOUT.make(0, 0), 1), (LAYOUT.make(1, 0), 2)], pid=1, online=False)
+    e = None
+    for pid in range(2, 400):
+        evs = [(LAYOUT.make(k % 2, rng.randrange(4), rng.randrange(1 << 16)), k % 2 + 1)
+               for k in range(16)]
+        try:
+            ctl.modify_ev_profile(pid, state=S.OFFLINE, mode=EvMode.EXPLICIT, fmt_id=2,
+                                  ev_count=16, fields=STEV_FIELDS, min_active=0, event_mask=())
+            ctl.replace_evs(pid, [EvOpEntry(UNPOPULATED, Ev(v.to_bytes(4, "big"), port),
+                                            EvState.GOOD) for v, port in evs])
+        except TooBig as caught:
+            e = caught
+            break
+    assert e is not None and "store cannot hold" in str(e) and e.errno == errno.E2BIG
+    assert 10 < pid < 200
+
+
+def test_a_store_this_software_cannot_read_is_eio():
+    nic = FakeNic()
+    RegisterClient(nic).run(store.save({"ctl": {"@class": "Unknown"}}, 1))
+    with pytest.raises(IoError, match="does not keep there"):
+        Controller(RegisterClient(nic))
