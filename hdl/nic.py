@@ -4,8 +4,9 @@ from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.regmap import MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
+from mrcnic.regmap import CC_PARAMS, MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
 
+from .cc_profile_table import CcProfileTable
 from .completion_queue import CompletionQueue
 from .csr_bus import CSRBus
 from .ev_event_queue import EvEventQueue
@@ -13,6 +14,7 @@ from .ev_prober import EvProber, probe_layout
 from .host_memory import MemReadPort, MemWritePort
 from .memory_share import MemoryShare
 from .memory_window import MemoryWindow
+from .path_stats import PathStats
 from .plane_demux import plane_members
 from .port_gate import PortGate
 from .port_status import PortStatusReporter
@@ -64,6 +66,8 @@ class Nic(wiring.Component):
         ``timeout`` is ``rx_timeout``); ``window`` is the send window too.
     cq_depth : entries of the register completion queue (cq.*);  evq_depth : of the EV event
         queue (evq.*).
+    cc_profiles : CC profiles (global.cc_profiles): 0, the rel.* registers, and those cc.write
+        stores; each QP's window follows the one its qp.cc_profile names.
 
     Attributes
     ----------
@@ -82,7 +86,7 @@ class Nic(wiring.Component):
 
     def __init__(self, width=64, qps=16, evs=64, planes=2, spines=4, templates=16, max_usids=14,
                  backups=4, prefetch=2, window=256, messages=512, max_frame=9600,
-                 rx_timeout=1024, max_segments=4, cq_depth=64, evq_depth=64):
+                 rx_timeout=1024, max_segments=4, cq_depth=64, evq_depth=64, cc_profiles=4):
         if not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be 1 .. {MAX_PLANES}, not {planes!r}")
         if max_usids > by_name("tpl.count").max_value:
@@ -105,6 +109,8 @@ class Nic(wiring.Component):
         self._status = PortStatusReporter(qps, planes)
         self._cq = CompletionQueue(qps, cq_depth)
         self._evq = EvEventQueue(qps, evs, evq_depth)
+        self._cc = CcProfileTable(qps, cc_profiles)
+        self._paths = PathStats(qps, evs)
         self._window = MemoryWindow(width)
         self._share = MemoryShare(width)
         self._bank = RegisterBank(
@@ -112,11 +118,12 @@ class Nic(wiring.Component):
                        "global.evs": evs, "global.templates": templates,
                        "global.max_usids": max_usids, "global.spines": spines,
                        "global.spares": backups, "cq.depth": cq_depth,
-                       "evq.depth": evq_depth},
+                       "evq.depth": evq_depth, "global.cc_profiles": cc_profiles},
             limits={"qp.write": qps - 1, "ev.qp": qps - 1, "rel.view_qp": qps - 1,
                     "ev.index": evs - 1, "tpl.write": templates - 1, "qp.template": templates - 1,
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1,
-                    "ep.qp": qps - 1, "ep.entry": evs - 1})
+                    "ep.qp": qps - 1, "ep.entry": evs - 1, "qp.cc_profile": cc_profiles - 1,
+                    "cc.write": cc_profiles - 1, "path.qp": qps - 1, "path.entry": evs - 1})
         members = {
             "bus": In(CSRBus()),
             "wr": In(stream.Signature(work_request_layout())),
@@ -216,7 +223,11 @@ class Nic(wiring.Component):
             rel.init.payload.qp.eq(bank.qp_write.payload),
             rel.init.payload.psn.eq(ctx.seq.next_psn),
         ]
-        takers = (tx.ctx_write, rx.init, rel.init)
+        # ...and its window follows the CC profile qp.cc_profile names
+        m.submodules.cc = cc = self._cc
+        m.d.comb += [cc.assign.payload.qp.eq(bank.qp_write.payload),
+                     cc.assign.payload.profile.eq(bank.qp_cc_profile)]
+        takers = (tx.ctx_write, rx.init, rel.init, cc.assign)
         for t in takers:
             m.d.comb += t.valid.eq(bank.qp_write.valid
                                    & Cat(*[o.ready for o in takers if o is not t]).all())
@@ -284,9 +295,25 @@ class Nic(wiring.Component):
                      rel.mode.as_value().eq(bank.rel_mode)]
         for name in ("qp", "psn", "length", "take"):
             m.d.comb += getattr(rel, f"gate_{name}").eq(getattr(tx, f"gate_{name}"))
-        for name in ("reorder", "reo_wnd", "rto_min", "rto_max", "target_rtt", "cwnd_init", "cwnd_min",
-                     "cwnd_max", "cc_fair", "cc_gain", "cc_md", "rcv_wnd", "view_qp"):
+        for name in ("reorder", "reo_wnd", "rto_min", "rto_max", "rcv_wnd", "view_qp"):
             m.d.comb += getattr(rel, name).eq(getattr(bank, f"rel_{name}"))
+        # The congestion parameters: those of the profile the QP being served follows (rel.*
+        # is profile 0; cc.write stores the others from the staged cc.*).
+        _staged(m, bank, "rel", cc.base)
+        _staged(m, bank, "cc", cc.write.payload.params)
+        m.d.comb += [cc.write.payload.profile.eq(bank.cc_write.payload),
+                     cc.write.valid.eq(bank.cc_write.valid), bank.cc_write.ready.eq(cc.write.ready),
+                     cc.qp.eq(rel.cc_qp), cc.view_qp.eq(bank.rel_view_qp),
+                     bank.cc_view.eq(cc.view_profile)]
+        for name in CC_PARAMS:
+            m.d.comb += getattr(rel, name).eq(getattr(cc.params, name))
+
+        # path.*: what each profile entry's path did, from the reliability engine's events
+        m.submodules.paths = paths = self._paths
+        wiring.connect(m, rel.path_event, paths.event)
+        m.d.comb += [paths.view_qp.eq(bank.path_qp), paths.view_index.eq(bank.path_entry)]
+        for name, _ in paths.view.shape():
+            m.d.comb += getattr(bank, f"path_{name}").eq(getattr(paths.view, name))
         for name in ("cwnd", "inflight", "rtt", "srtt"):
             m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, f"view_{name}"))
         for name in REL_COUNTERS:

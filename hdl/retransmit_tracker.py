@@ -23,8 +23,8 @@ from .transport_parser import transport_layout
 #: clock's half turn, so "sent before it" never wraps.
 RACK_FRESH = 1 << 14
 
-__all__ = ["RelMode", "sent_layout", "retransmit_layout", "RetransmitTracker", "PROBES_KEPT",
-           "RACK_FRESH", "receiver_share"]
+__all__ = ["RelMode", "sent_layout", "retransmit_layout", "PathEvent", "path_event_layout",
+           "RetransmitTracker", "PROBES_KEPT", "RACK_FRESH", "receiver_share"]
 
 TIME_BITS = 16          # the TSETH timestamp's width: send times and RTTs are in its cycles
 CWND_BITS = 24          # congestion windows, in bytes
@@ -49,6 +49,18 @@ def retransmit_layout(qps, evs):
     """A packet to send again (its ``pkt.tries`` already counts this try), on any EV of its
     QP's profile but ``avoid`` when another is usable."""
     return data.StructLayout({"pkt": packet_descriptor_layout(qps), "avoid": range(evs)})
+
+
+class PathEvent(enum.Enum, shape=2):
+    """What a path event says of the packet it is about."""
+    TIMED = 0     # a SACK timed it: ``rtt``, and ``ecn`` if it arrived marked
+    ACKED = 1     # it arrived: newly SACKed, or cumulatively acknowledged and not SACKed before
+    LOST = 2      # it is sent again
+
+
+def path_event_layout(qps, evs):
+    return data.StructLayout({"qp": range(qps), "index": range(evs), "kind": PathEvent,
+                              "rtt": TIME_BITS, "ecn": 1})
 
 
 def _record_layout(qps, evs):
@@ -174,6 +186,9 @@ class RetransmitTracker(wiring.Component):
     cpl : Out(stream completion_layout): work requests completed (status OK).
     probe_answer : Out(stream {qp, index, rtt}), always ready: each probe answered, the entry
         it was sent on and its round trip (the TX timestamp's cycles).
+    path_event : Out(stream {qp, index, kind, rtt, ecn}), always ready: what became of a packet
+        sent on entry ``index`` (:class:`PathEvent`): timed by the SACK it triggered (``rtt``,
+        ``ecn``), arrived, or sent again (on any entry).
     gate_qp, gate_psn, gate_length : In; gate_open : Out, whether QP ``gate_qp`` may send
         PSN ``gate_psn`` (it is less than ``window`` past ``una``, and the QP's bytes in flight
         are below its window); gate_take : In, it is sent: its bytes count from now, so the
@@ -184,6 +199,9 @@ class RetransmitTracker(wiring.Component):
     now : In(16), the TX timestamp counter.
     mode : In(RelMode); reorder, reo_wnd, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
         cwnd_min, cwnd_max, rcv_wnd : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
+    cc_qp : Out(range(qps)), the QP whose window the congestion inputs (target_rtt, cc_fair,
+        cc_gain, cc_md, cwnd_*) act on this cycle: each QP may follow its own CC profile, which
+        the NIC looks up for this QP in the same cycle (:class:`CcProfileTable`).
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
     <counter> : Out(32) for each name in the register map's ``REL_COUNTERS`` but
@@ -213,9 +231,10 @@ class RetransmitTracker(wiring.Component):
                 "qp": range(qps), "index": range(evs), "rtt": TIME_BITS}), always_ready=True)),
             "peer": Out(stream.Signature(data.StructLayout({
                 "qp": range(qps), "planes": planes}), always_ready=True)),
+            "path_event": Out(stream.Signature(path_event_layout(qps, evs), always_ready=True)),
             "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_length": In(13),
             "gate_open": Out(1), "gate_take": In(1), "gate_ready": Out(qps),
-            "now": In(TIME_BITS),
+            "now": In(TIME_BITS), "cc_qp": Out(range(qps)),
             "mode": In(RelMode), "reorder": In(16), "reo_wnd": In(16),
             "rto_min": In(16), "rto_max": In(16),
             "target_rtt": In(16), "cc_fair": In(16), "cc_gain": In(8), "cc_md": In(4),
@@ -442,6 +461,7 @@ class RetransmitTracker(wiring.Component):
         status_planes = erth.port_status_mask[:self._planes]
         f_cack, f_off, f_bits = Signal(PSN_BITS), Signal(16), Signal(SACK_BITS)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
+        f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
         f_pen = Signal(7)
 
@@ -462,7 +482,9 @@ class RetransmitTracker(wiring.Component):
             m.d.comb += [self.retransmit.valid.eq(1),
                          self.retransmit.payload.pkt.eq(rec.pkt),
                          self.retransmit.payload.pkt.tries.eq(nxt_try),
-                         self.retransmit.payload.avoid.eq(rec.index)]
+                         self.retransmit.payload.avoid.eq(rec.index),
+                         self.path_event.valid.eq(self.retransmit.ready),
+                         self.path_event.payload.kind.eq(PathEvent.LOST)]
             return self.retransmit.ready
 
         def count_retransmit():
@@ -470,17 +492,21 @@ class RetransmitTracker(wiring.Component):
                 with m.If(cause == c):
                     count(f"rtx_{c.name.lower()}")
 
+        # (a path event is about the record at ``rd``: its QP's, its entry's)
+        m.d.comb += [self.path_event.payload.qp.eq(rec.pkt.qp),
+                     self.path_event.payload.index.eq(rec.index)]
         m.d.comb += [self.cpl.payload.wr_id.eq(rec.pkt.wr_id), self.cpl.payload.qp.eq(cq),
                      self.cpl.payload.status.eq(WrStatus.OK),
                      self.ev_update.payload.qp.eq(cq), self.ev_update.payload.index.eq(rec.index)]
 
+        m.d.comb += self.cc_qp.eq(cq)
         with m.FSM():
             with m.State("IDLE"):
                 t_una, t_nxt = Array(una)[tq], Array(nxt)[tq]
                 m.d.comb += self.init.ready.eq(1)
                 with m.If(self.init.valid):
                     iq = self.init.payload.qp
-                    m.d.comb += [f_q.eq(iq), f_out_clr.eq(~0),
+                    m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_out_clr.eq(~0),
                                  f_pend_clr.eq(~0), self.peer.valid.eq(1),
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
                     for q in range(Q):
@@ -587,6 +613,7 @@ class RetransmitTracker(wiring.Component):
                     sample = Signal(TIME_BITS)
                     err = Signal(signed(TIME_BITS + 1))
                     mag = Signal(TIME_BITS + 1)
+                    m.d.sync += f_rtt.eq(sample)
                     m.d.comb += [sample.eq(self.now - f_ts),
                                  err.eq(sgn(sample, TIME_BITS + 1)
                                         - sgn(Array(srtt)[cq], TIME_BITS + 1)),
@@ -679,6 +706,12 @@ class RetransmitTracker(wiring.Component):
                     m.d.comb += [sus_clr.eq(path_bit(rec.ev)),
                                  mark_set.eq(Mux(ecn, path_bit(rec.ev), 0)),
                                  mark_clr.eq(Mux(ecn, 0, path_bit(rec.ev)))]
+                leaving = Signal()
+                # the path's RTT and mark, once, as the state is left
+                m.d.comb += [self.path_event.valid.eq(came & leaving),
+                             self.path_event.payload.kind.eq(PathEvent.TIMED),
+                             self.path_event.payload.rtt.eq(f_rtt),
+                             self.path_event.payload.ecn.eq(ecn)]
                 with m.If(came & (ecn | (f_m == wire.SackMark.ALWAYS_SKIP))):
                     bad = f_m == wire.SackMark.ALWAYS_SKIP
                     m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
@@ -688,8 +721,10 @@ class RetransmitTracker(wiring.Component):
                             count("ev_bad")
                         with m.Else():
                             count("ev_skip")
+                        m.d.comb += leaving.eq(1)
                         m.next = "HOLD_CHECK"
                 with m.Else():
+                    m.d.comb += leaving.eq(1)
                     m.next = "HOLD_CHECK"
 
             # ---- a hold whose packets have all been accounted for ends ---------------------
@@ -725,7 +760,9 @@ class RetransmitTracker(wiring.Component):
                 m.next = "PIPE_USE"
             with m.State("PIPE_USE"):
                 m.d.comb += [rd.addr.eq(slot(cq, p)),
-                             walk_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0))]
+                             walk_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0)),
+                             self.path_event.valid.eq(rec.pkt.psn == p),
+                             self.path_event.payload.kind.eq(PathEvent.ACKED)]
                 m.next = "PIPE"
 
             # ---- una advances to the cumulative PSN, completing messages -------------------
@@ -749,11 +786,12 @@ class RetransmitTracker(wiring.Component):
                     with m.If(ends):
                         count("completions")
                     count("acked")
-                    # (one SACKed left the flight then)
+                    # (one SACKed left the flight then, and was counted as arrived)
+                    arrived = (rec.pkt.psn == c_una) & c_out.bit_select(c_una[:wb], 1)
                     m.d.comb += [f_out_clr.eq(onehot(c_una)), f_pend_clr.eq(onehot(c_una)),
-                                 walk_len.eq(Mux((rec.pkt.psn == c_una)
-                                                 & c_out.bit_select(c_una[:wb], 1),
-                                                 rec.pkt.length, 0))]
+                                 walk_len.eq(Mux(arrived, rec.pkt.length, 0)),
+                                 self.path_event.valid.eq(arrived),
+                                 self.path_event.payload.kind.eq(PathEvent.ACKED)]
                     for q in range(Q):
                         with m.If(cq == q):
                             m.d.sync += [una[q].eq(c_una + 1), tstart[q].eq(self.now)]

@@ -4,10 +4,11 @@
 ``devlink``: an object (``ev``) and what to do with it (``expand``); ``decode`` stands alone, and
 ``regs`` alone prints the register map. Each object adds its parser in one function listed in
 :data:`_OBJECTS`. ``-j`` (JSON), ``-p`` (pretty JSON) and ``--target`` go before the object or
-after the verb. Verbs that act on a NIC (``dev show``, ``regs show``, ``regs set``, ``qp show``,
-``ev show``, ``ev events``, ``port show``, ``port set``, ``port announce``, ``probe``, ``stats``,
-``write``, ``mem read``, ``mem write``, ``sim link``) reach it at
-``--target`` or ``$MRCNIC_TARGET`` (:mod:`mrcnic.target`).
+after the verb. The profile objects (``ev-fmt``, ``ev-profile``, ``cc-profile``, and ``ev
+replace``) are :mod:`mrcnic.cli_profiles`', the application's (``qp add|set|del``, ``mr``)
+:mod:`mrcnic.cli_qp`'s, ``path show`` :mod:`mrcnic.cli_path`'s. Every verb but ``regs`` alone,
+``decode``, ``ev expand`` and ``sim serve`` acts on a NIC, which it reaches at ``--target`` or
+``$MRCNIC_TARGET`` (:mod:`mrcnic.target`).
 
 A bad argument, a bad or unreachable target, or a NIC this host does not know is one line on
 stderr naming it and what is allowed, and exit status 2; nothing is written to a NIC before
@@ -134,7 +135,7 @@ def _qps(args, dev) -> list[int]:
 
 
 def _cmd_qp_show(args) -> int:
-    from . import driver
+    from . import cli_qp, driver
     with _device(args) as dev:
         qps = _qps(args, dev)
         # keeping: the look leaves rel.view_qp as it was
@@ -142,13 +143,18 @@ def _cmd_qp_show(args) -> int:
                                                                     driver.congestion(q)))}
                  for q in qps]
         cfg = _nic_call(dev.regs.run, driver.staged_qp())
+        kept = cli_qp.kept_qps(dev)
+    # a created QP's state and profile ids, as the store holds them (the NIC cannot say)
+    for v in views:
+        v.update(kept.get(v["qp"], {}))
     staged = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
     staged = {k: v.name if isinstance(v, enum.Enum) else v for k, v in staged.items()}
     if args.json:
         _print_json(args, {"qps": views, "staged": staged})
         return 0
-    _print_table([[str(v[k]) for k in v] for v in views], header=list(views[0]),
-                 right=range(len(views[0])))
+    columns = list(dict.fromkeys(k for v in views for k in v))
+    _print_table([["-" if v.get(k) is None else str(v[k]) for k in columns] for v in views],
+                 header=columns, right=[i for i, k in enumerate(columns) if k != "state"])
     print("staged (qp.*): the context the next qp.write gives a QP; a QP's own context cannot "
           "be read back")
     hex_fields = {"rkey", "mr_va"}
@@ -425,19 +431,25 @@ def _cmd_stats(args) -> int:
 
 def _register_names(names) -> list[regmap.Register]:
     """The registers ``names`` name (a block name stands for all its registers); all of them
-    for none."""
+    for none. MEM registers are words of memory, not values: ``store show`` reads the one
+    there is."""
+    shown = [r for r in regmap.REGISTERS if r.access is not regmap.Access.MEM]
     if not names:
-        return list(regmap.REGISTERS)
-    blocks = {r.block for r in regmap.REGISTERS}
+        return shown
+    blocks = {r.block for r in shown}
     out = []
     for name in names:
         if name in blocks:
-            out += [r for r in regmap.REGISTERS if r.block == name]
+            out += [r for r in shown if r.block == name]
             continue
         try:
-            out.append(regmap.by_name(name))
+            reg = regmap.by_name(name)
         except KeyError as e:
             raise _Refused(f"{e.args[0]}, or a block: {', '.join(sorted(blocks))}") from None
+        if reg.access is regmap.Access.MEM:
+            raise _Refused(f"{name} is {reg.words} words of block RAM, not a register value: "
+                           "mrcnic store show reads what it holds")
+        out.append(reg)
     return out
 
 
@@ -937,6 +949,51 @@ def _add_regs(sub) -> None:
     set_.set_defaults(func=_cmd_regs_set)
 
 
+def _cmd_store_show(args) -> int:
+    from . import store
+    with _device(args) as dev:
+        try:
+            gen, doc = _nic_call(dev.regs.run, store.load(), what="a read of store.data")
+        except store.StoreError as e:
+            raise _Refused(f"the NIC's store: {e}", 1) from None
+    if args.json:
+        _print_json(args, {"generation": gen, "document": doc})
+        return 0
+    if doc is None:
+        print("empty: no host software has kept anything on this NIC since it was reset")
+        return 0
+    print(f"generation {gen}: {store.size(doc)} of {store.CAPACITY} bytes (compressed)")
+    _print_table([["  " + part, f"{store.size(doc[part])} bytes"] for part in sorted(doc)],
+                 right=(1,))
+    print("(-j: the document, as the parts keep their objects)")
+    return 0
+
+
+def _cmd_store_clear(args) -> int:
+    from . import store
+    with _device(args) as dev:
+        _nic_call(dev.regs.run, store.clear(), what="a write of store.data")
+    return 0
+
+
+def _add_store(sub) -> None:
+    st = sub.add_parser("store", help="what the host software keeps on the NIC (store.data)")
+    verbs = st.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = _verb_parser(
+        verbs, "show", target=True, help="the document the NIC's store holds",
+        description="The document the controller and the application API keep in the NIC's "
+                    "store.data (sw/store.py): its generation and size, and each part's (the "
+                    "controller's profiles under ctl, the application's CQ and QPs under app); "
+                    "-j: the document itself, each object named by its class.")
+    p.set_defaults(func=_cmd_store_show)
+    p = _verb_parser(
+        verbs, "clear", target=True, help="empty the NIC's store",
+        description="Empties the NIC's store, as a reset does: every profile and QP the host "
+                    "software kept there is forgotten. What the NIC itself holds (QP contexts, "
+                    "EV tables, congestion registers) stays as it is.")
+    p.set_defaults(func=_cmd_store_clear, json_ok=False)
+
+
 def _add_dev(sub) -> None:
     dev = sub.add_parser("dev", help="the NIC at the target")
     verbs = dev.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -998,9 +1055,12 @@ def _add_qp(sub) -> None:
                     "registers stage, decoded (state, mode, MTU in bytes, peer QP and "
                     "addresses, template, PSNs, memory region): what the next qp.write gives a "
                     "QP, usually the last QP configured. The NIC has no register that reads a "
-                    "QP's own context back (state, PSNs, ...), so none is shown per QP.")
+                    "QP's own context back; the state and profile ids of the QPs the "
+                    "application API created (qp add) come from the NIC's store.")
     _qp_argument(p, "the QP")
     p.set_defaults(func=_cmd_qp_show)
+    from . import cli_qp  # (here: it imports this module's helpers)
+    cli_qp.add_qp_verbs(verbs)
 
 
 def _port_number(text: str) -> int:
@@ -1159,6 +1219,8 @@ def _add_ev(sub) -> None:
                    help="hex bytes, byte 0 first (0x3412: 0x34 then 0x12), up to 32; shorter "
                         "ones are zero-filled at the end")
     p.set_defaults(func=_cmd_ev_expand)
+    from . import cli_profiles  # (here: it imports this module's helpers)
+    cli_profiles.add_ev_verbs(verbs)
 
 
 def _bounded(what: str, low: int, high: int):
@@ -1252,7 +1314,7 @@ def _add_mem(sub) -> None:
 
 #: One function per object: each adds its parser and verbs.
 _OBJECTS = (_add_regs, _add_decode, _add_ev, _add_dev, _add_sim, _add_qp, _add_port,
-            _add_probe, _add_stats, _add_write, _add_mem)
+            _add_probe, _add_stats, _add_write, _add_mem, _add_store)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -1262,6 +1324,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="OBJECT", required=True)
     for add in _OBJECTS:
         add(sub)
+    # objects of their own modules, which import this one's helpers: imported only now
+    from . import cli_path, cli_profiles, cli_qp
+    for module in (cli_profiles, cli_qp, cli_path):
+        module.add(sub)
     return ap
 
 
@@ -1306,4 +1372,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as python -m mrcnic.cli, this module is __main__; the verbs of cli_profiles, cli_qp
+    # and cli_path import mrcnic.cli, a second copy of it, whose _Refused they raise: its main
+    # is the one that catches them
+    from mrcnic.cli import main as _main
+    sys.exit(_main())

@@ -22,11 +22,16 @@ them on a NIC through the driver (:mod:`mrcnic.driver`) over a register client::
 
 The objects, states, transition rules and errors are the header's (docs/driver.md maps each
 name); what this NIC cannot do is left out of :meth:`Controller.query_device` and refused with
-the header's error and the reason. The profiles live here, in the host: the NIC holds an EV
-table per QP (``global.evs`` entries of 32-bit EVs) and one set of congestion registers, and
-takes a profile when :meth:`Controller.bind_ev_profile` loads one into a QP's table or
-:meth:`Controller.apply_cc_profile` writes one into its registers, each only if the NIC puts on
-the wire exactly what the profile says. The EV expansion rule is :mod:`mrcnic.ev_expand`'s.
+the header's error and the reason. The NIC holds an EV table per QP (``global.evs`` entries of
+32-bit EVs) and ``global.cc_profiles`` CC profiles, of which profile 0 is the rel.* registers
+and each QP's window follows the one its context names (``qp.cc_profile``). It takes an EV
+profile when :meth:`Controller.bind_ev_profile` loads one into a QP's table, and a CC profile
+as it goes ONLINE, into a CC profile of its own (:meth:`Controller.cc_profile_number`), or when
+:meth:`Controller.apply_cc_profile` writes one into profile 0; each only if the NIC does
+exactly what the profile says. The profiles themselves, their states and which QP's table
+holds which are kept in the NIC's store (``store.data``, :mod:`mrcnic.store`), so that every
+program driving the NIC sees the same: each call first takes up what another program changed
+there. The EV expansion rule is :mod:`mrcnic.ev_expand`'s.
 EV events come from the NIC's EV event queue (evq.*), each change of a QP's table named as the
 profile EV loaded at that entry (:meth:`Controller.poll_ev_event`). Endpoint requests go
 through ep.*: a probe of a profile EV's entry, timed by the NIC, and a port-status round to
@@ -59,11 +64,11 @@ from .ctl_errors import (
     run_on_nic,
 )
 from .enums import EvState, SrMode
-from .store import StoreError, StoreFull
 from .ev_expand import MAX_EV_BYTES, EvField, EvProfile, FormatMode, FormatProfile
 from .evmap import EvLayout, Route, UsidTemplate, format_addr
 from .mgmt import Status, StatusError
-from .regclient import Program, RegisterClient, read
+from .regclient import Program, RegisterClient, read, write
+from .store_part import StorePart
 
 __all__ = ["API_VERSION", "PROTOCOL_VERSIONS", "NSCC", "DEFAULT_CLOCK_HZ", "ProfileState",
            "EvMode", "Feature", "PortAdminState", "Ev", "UNPOPULATED", "EvOpEntry", "DeviceAttr",
@@ -437,6 +442,7 @@ class _Cc:
     state: ProfileState = ProfileState.INIT
     algorithm: str | None = None
     config: NsccConfig | None = None
+    number: int | None = None     # the NIC's CC profile holding it (qp.cc_profile), 1 and up
 
 
 def _need(what: str, pid: int, target: ProfileState, needs, values: dict) -> None:
@@ -498,11 +504,8 @@ class Controller:
         self._evcq: EvEventCq | None = None
         self._nic_mask: frozenset | None = None  # evq.mask as last written (None: not known)
         self._spared: dict[int, set[int]] = {}   # QP -> entries a spare now holds
-        # the NIC's store (sw/store.py): its generation as last read or written, and what it
-        # holds besides this controller's part
-        self._stored = self._info["store"]
-        self._gen: int | None = None
-        self._doc: dict = {}
+        # the profiles' part of the NIC's store (sw/store.py)
+        self._part = StorePart(regs, "ctl", _STORED_CLASSES, "the controller's profiles")
         self._sync()
 
     # -- the NIC ---------------------------------------------------------------------------
@@ -518,15 +521,13 @@ class Controller:
         depth = self._built_with("evq.depth")
         # ep.refused stands for the endpoint request block: one at the address means it is there
         ep = self._built_with("ep.refused") is not None
-        # the profiles are kept on the NIC where it has a store (register map 1.3 on)
-        kept = self._built_with("store.data", store.generation()) is not None
-        return {**info, "evq_depth": depth or 0, "ep": ep, "store": kept}
+        return {**info, "evq_depth": depth or 0, "ep": ep}
 
-    def _built_with(self, path: str, program: Program | None = None) -> int | None:
-        """Register ``path``'s value (or what ``program``, which reads it, returns), or None if
-        the NIC has nothing at its address (it was built before that block)."""
+    def _built_with(self, path: str) -> int | None:
+        """Register ``path``'s value, or None if the NIC has nothing at its address (it was
+        built before that block)."""
         try:
-            return self._run(read(path) if program is None else program)
+            return self._run(read(path))
         except IoError as e:
             cause = e.__cause__
             if not (isinstance(cause, StatusError) and cause.status is Status.BAD_ADDRESS):
@@ -540,40 +541,20 @@ class Controller:
 
     def _sync(self) -> None:
         """Takes up the profiles the NIC's store holds if another program changed them."""
-        if not self._stored:
+        part = self._part.load()
+        if part is None:
             return
-        try:
-            if self._gen is not None and self._run(store.generation()) == self._gen:
-                return
-            gen, doc = self._run(store.load())
-            part = store.decode(doc.get("ctl", {}), _STORED_CLASSES) if doc else {}
-        except StoreError as e:
-            raise IoError(f"the NIC's store: {e}") from e
-        if not isinstance(part, dict) or not isinstance(doc or {}, dict):
-            raise IoError("the NIC's store does not hold a controller's profiles")
         for name, empty in _STORED.items():
             setattr(self, name, part.get(name, empty()))
         self._spared = {qp: set(entries) for qp, entries in self._spared.items()}
-        self._gen, self._doc = gen, doc or {}
         self._nic_mask = None           # written by whoever changed the profiles last
 
     def _save(self, before) -> None:
         """Writes the profiles to the NIC's store if they changed since ``before``
         (:meth:`_encoded`)."""
         after = self._encoded()
-        if not self._stored or after == before:
-            return
-        if self._run(store.generation()) != self._gen:
-            raise Busy("another program changed the NIC's profiles while this one did; what "
-                       "this one did is on the NIC but not in its store: look again "
-                       "(query) and repeat it")
-        doc = {**self._doc, "ctl": after}
-        try:
-            self._run(store.save(doc, self._gen + 1))
-        except StoreFull as e:
-            raise TooBig(f"the NIC's store cannot hold these profiles: {e}",
-                         needed=e.needed) from e
-        self._gen, self._doc = self._gen + 1, doc
+        if after != before:
+            self._part.save(after)
 
     def _nic_states(self, qp: int) -> list[EvState]:
         # the look leaves the selectors it moves as they were, as the CLI's do
@@ -601,8 +582,9 @@ class Controller:
             ev_max_count_profile=evs, ev_count_align=planes, ev_max_width=128 * min(2, carriers),
             ev_fmt_modes=frozenset(modes),
             ev_modes=frozenset({EvMode.EXPLICIT, EvMode.GENERATED}), ev_op_max_entries=0,
-            # one set of rel.* registers, which every QP's window follows
-            cc_max_profiles=1, cc_algorithms=(NSCC,),
+            # profile 0 (rel.*) is every QP's unless it names another: each CC profile is
+            # one of the others, or, on a NIC with none, can only be applied as profile 0
+            cc_max_profiles=max(1, info["cc_profiles"] - 1), cc_algorithms=(NSCC,),
             phy_port_mask=((1 << planes) - 1) << 1,
             # not EV_EVENT_PRECISE_DROP_CNT: the NIC counts lost changes exactly, but a change
             # stands for 0 .. 65 events of the header's (EvEvent.lost_changes)
@@ -1249,8 +1231,14 @@ class Controller:
     def modify_cc_profile(self, profile_id: int, *, state: ProfileState | None = None,
                           algorithm: str | None = None, config: NsccConfig | None = None) -> None:
         """``mrc_ctl_modify_cc_profile``: the attributes given change, then the profile moves
-        to ``state``; nothing changes if anything is refused. A new configuration of the
-        profile :meth:`apply_cc_profile` last applied goes to the NIC at once."""
+        to ``state``; nothing changes if anything is refused.
+
+        On a NIC that keeps several CC profiles, each profile has one of its own
+        (:meth:`cc_profile_number`) from OFFLINE on; the NIC takes the configuration when the
+        profile goes ONLINE, and again whenever it changes while ONLINE. A profile that a QP's
+        window follows (the NIC's cc.view says so) cannot leave ONLINE: Busy. A new
+        configuration of the profile :meth:`apply_cc_profile` last applied also goes to profile
+        0 at once."""
         pid = _profile_id(profile_id)
         p = self._ccs.get(pid, _Cc())
         given = {n for n, v in (("algorithm", algorithm), ("config", config)) if v is not None}
@@ -1274,13 +1262,65 @@ class Controller:
             _need("CC", pid, to, _CC_NEEDS, {"algorithm": new.algorithm, "config": new.config})
             if p.state is ProfileState.INIT:
                 self._room("CC", self._ccs, self._limit("cc_max_profiles"))
+                taken = {c.number for c in self._ccs.values()}
+                free = [n for n in range(1, self._info["cc_profiles"]) if n not in taken]
+                new.number = free[0] if free else None
+            if p.state is ProfileState.ONLINE and new.number is not None:
+                following = self._following(new.number)
+                if following:
+                    raise Busy(f"CC profile {pid} is the window of QP(s) "
+                               f"{', '.join(map(str, following))} (qp.cc_profile "
+                               f"{new.number}): move them to another first")
+        online = to is ProfileState.ONLINE
+        if new.number is not None and online and (config is not None or p.state is not to):
+            self._run(driver.set_congestion(profile=new.number,
+                                            **self._nscc_registers(pid, new.config)))
         new.state = to
         self._ccs[pid] = new
         if pid == self._applied:
-            if to is not ProfileState.ONLINE:
+            if not online:
                 self._applied = None
             elif config is not None:
                 self._run(driver.set_congestion(**self._nscc_registers(pid, new.config)))
+
+    def _following(self, number: int) -> list[int]:
+        """The QPs whose window follows NIC CC profile ``number``, as the NIC says (cc.view)."""
+        def look():
+            out = []
+            for q in range(self._info["qps"]):
+                yield from write("rel.view_qp", q)
+                if (yield from read("cc.view")) == number:
+                    out.append(q)
+            return out
+        return self._run(driver.keeping(("rel.view_qp",), look()))
+
+    @_shared
+    def profile_ids(self) -> dict[str, list[int]]:
+        """The ids of the profiles that are not INIT, by kind: ``fmt`` (EV format), ``ev``,
+        ``cc``. The header has no call that lists them (mrcnic extra)."""
+        return {"fmt": sorted(self._fmts), "ev": sorted(self._evps), "cc": sorted(self._ccs)}
+
+    @_shared
+    def applied_cc_profile(self) -> int | None:
+        """The CC profile :meth:`apply_cc_profile` last put in the NIC's profile 0 (None: none,
+        or it has left ONLINE since) (mrcnic extra)."""
+        return self._applied
+
+    @_shared
+    def cc_profile_number(self, profile_id: int) -> int:
+        """The NIC's CC profile (``qp.cc_profile``, :attr:`mrcnic.driver.QpConfig.cc_profile`)
+        that ONLINE CC profile ``profile_id`` is kept in: a QP given it follows that profile's
+        window. NotSupported on a NIC built with one CC profile (global.cc_profiles 1)."""
+        pid = _profile_id(profile_id)
+        p = self._ccs.get(pid)
+        if p is None or p.state is not ProfileState.ONLINE:
+            raise InvalidArgument(f"CC profile {pid} is {p.state.name if p else 'INIT'}: a QP "
+                                  "follows only an ONLINE profile")
+        if p.number is None:
+            raise NotSupported(f"CC profile {pid}: this NIC keeps no CC profile but rel.* "
+                               "(global.cc_profiles 1): apply_cc_profile puts it there, for "
+                               "every QP")
+        return p.number
 
     @_shared
     def query_cc_profile(self, profile_id: int) -> CcProfileInfo:
@@ -1344,8 +1384,9 @@ class Controller:
 
     @_shared
     def apply_cc_profile(self, profile_id: int) -> dict:
-        """Writes ONLINE CC profile ``profile_id`` into the NIC's congestion registers, which
-        every QP's window follows; returns what was written, as
+        """Writes ONLINE CC profile ``profile_id`` into the NIC's profile 0 (the rel.*
+        registers), which every QP's window follows unless its context names another; returns
+        what was written, as
         :func:`mrcnic.driver.set_congestion`'s arguments (registers it leaves out keep their
         values: the NIC's own rules).
 

@@ -22,6 +22,7 @@ from .evmap import EvLayout, UsidTemplate
 from .regclient import Program, RegisterError, command, read, write
 from .regmap import (
     BUS_ERRORS,
+    CC_PARAMS,
     CQ_ENTRY,
     CQ_ROUTE_RECV,
     CQ_ROUTE_SEND,
@@ -46,7 +47,8 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "write_template", "configure_qp", "load_ev_profile", "replace_ev", "clear_ev_profile",
            "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy", "set_reliability",
            "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
-           "set_congestion", "congestion", "mac_int", "ip_int", "mac_text", "staged_qp",
+           "set_congestion", "congestion", "path_stats", "PATH_FIELDS",
+           "mac_int", "ip_int", "mac_text", "staged_qp",
            "keeping", "COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
            "route_completions", "poll_cq", "cq_overflows", "mem_read", "mem_write",
            "EVENT_STATES", "EvEvent", "set_ev_event_mask", "ev_events",
@@ -98,6 +100,7 @@ class QpConfig:
     mr_length: int = 0
     rx_psn: int = 0              # the first PSN and MSN expected from the peer
     rx_msn: int = 0
+    cc_profile: int = 0          # the CC profile its window follows (0: the rel.* registers)
 
 
 def _refusals_checked(fn):
@@ -123,7 +126,7 @@ def identify() -> Program:
                             "an mrcnic register window")
     info = {"version": (yield from read("global.version"))}
     for k in ("data_width", "planes", "qps", "evs", "templates", "max_usids", "spines",
-              "spares"):
+              "spares", "cc_profiles"):
         info[k] = yield from read(f"global.{k}")
     return info
 
@@ -255,6 +258,7 @@ def write_template(index: int, tpl: UsidTemplate) -> Program:
 def configure_qp(qp: int, cfg: QpConfig) -> Program:
     yield from _below("QP", qp, "global.qps")
     yield from _below(f"QP {qp}: template", cfg.template, "global.templates")
+    yield from _below(f"QP {qp}: CC profile", cfg.cc_profile, "global.cc_profiles")
     if cfg.mtu not in _MTU_CODE:
         raise RegisterError(f"QP {qp}: MTU {cfg.mtu!r} is not one of {sorted(_MTU_CODE)}")
     for name, bits in (("dqp", 24), ("next_psn", 24), ("msn", 16), ("rkey", 32), ("mr_va", 64),
@@ -272,7 +276,7 @@ def configure_qp(qp: int, cfg: QpConfig) -> Program:
                         ("qp.dst_ip", ip_int(cfg.dst_ip)), ("qp.next_psn", cfg.next_psn),
                         ("qp.msn", cfg.msn), ("qp.rkey", cfg.rkey), ("qp.mr_va", cfg.mr_va),
                         ("qp.mr_length", cfg.mr_length), ("qp.rx_psn", cfg.rx_psn),
-                        ("qp.rx_msn", cfg.rx_msn)):
+                        ("qp.rx_msn", cfg.rx_msn), ("qp.cc_profile", cfg.cc_profile)):
         yield from write(path, value)
     yield from command("qp.write", qp)
 
@@ -426,12 +430,37 @@ def rel_counters() -> Program:
 
 def congestion(qp: int) -> Program:
     """QP ``qp``'s congestion state: window and bytes in flight (bytes), last and smoothed
-    RTT (cycles)."""
+    RTT (cycles), and the CC profile its window follows."""
     yield from _below("QP", qp, "global.qps")
     yield from write("rel.view_qp", qp)
     out = {}
     for name in ("cwnd", "inflight", "rtt", "srtt"):
         out[name] = yield from read(f"rel.{name}")
+    out["cc_profile"] = yield from read("cc.view")
+    return out
+
+
+#: what path.* reports of an entry
+PATH_FIELDS = ("rtt", "timed", "ecn", "acked", "lost")
+
+
+def path_stats(qp: int, entries=None) -> Program:
+    """What each of ``entries`` (default: every one, global.evs) of QP ``qp``'s profile saw of
+    its path (path.*): {entry: {rtt, timed, ecn, acked, lost}}. Moves path.qp and path.entry."""
+    yield from _below("QP", qp, "global.qps")
+    evs = yield from read("global.evs")
+    entries = range(evs) if entries is None else list(entries)
+    for i in entries:
+        if not isinstance(i, int) or not 0 <= i < evs:
+            raise RegisterError(f"entry {i!r} does not exist: a profile has entries 0 .. "
+                                f"{evs - 1} (global.evs)")
+    yield from write("path.qp", qp)
+    out = {}
+    for i in entries:
+        yield from write("path.entry", i)
+        out[i] = {}
+        for name in PATH_FIELDS:
+            out[i][name] = yield from read(f"path.{name}")
     return out
 
 
@@ -452,10 +481,16 @@ def keeping(paths, program: Program) -> Program:
 def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
                    cwnd_min: int | None = None, cwnd_max: int | None = None,
                    fair: int | None = None, gain: int | None = None,
-                   md_shift: int | None = None, rcv_wnd: int | None = None) -> Program:
+                   md_shift: int | None = None, rcv_wnd: int | None = None,
+                   profile: int = 0) -> Program:
     """NSCC's parameters (docs/registers.md, rel.*), and ``rcv_wnd``, the bytes a peer's port
     takes in flight, which the SACKs' rcv_cwnd_pen divide (0: ignore them); one left ``None``
-    stays as it is."""
+    stays as it is.
+
+    ``profile`` 0: the rel.* registers, the profile every QP follows unless its
+    ``QpConfig.cc_profile`` names another. 1 and up (below global.cc_profiles): the NIC stores
+    that profile from the cc.* registers (cc.write), which cannot be read back, so a value left
+    ``None`` is profile 0's as it stands; ``rcv_wnd``, the port's, is not a profile's."""
     values = {"target_rtt": target_rtt, "cwnd_init": cwnd_init, "cwnd_min": cwnd_min,
               "cwnd_max": cwnd_max, "cc_fair": fair, "cc_gain": gain, "cc_md": md_shift,
               "rcv_wnd": rcv_wnd}
@@ -464,13 +499,28 @@ def set_congestion(target_rtt: int | None = None, cwnd_init: int | None = None,
         low = 1 if name in ("target_rtt", "cwnd_min", "cwnd_max", "cwnd_init") else 0
         if v is not None and (not isinstance(v, int) or not low <= v <= top):
             raise RegisterError(f"{name} must be {low} .. {top}, not {v!r}")
-    lo = cwnd_min if cwnd_min is not None else (yield from read("rel.cwnd_min"))
-    hi = cwnd_max if cwnd_max is not None else (yield from read("rel.cwnd_max"))
+    if profile != 0:
+        if rcv_wnd is not None:
+            raise RegisterError("rcv_wnd is the port's, not a CC profile's: set it with "
+                                "profile 0")
+        yield from _below("CC profile", profile, "global.cc_profiles")
+        for name in CC_PARAMS:
+            if values[name] is None:
+                values[name] = yield from read(f"rel.{name}")
+    lo = values["cwnd_min"] if values["cwnd_min"] is not None else (
+        yield from read("rel.cwnd_min"))
+    hi = values["cwnd_max"] if values["cwnd_max"] is not None else (
+        yield from read("rel.cwnd_max"))
     if lo > hi:
         raise RegisterError(f"cwnd_min ({lo}) is above cwnd_max ({hi})")
-    for name, v in values.items():
-        if v is not None:
-            yield from write(f"rel.{name}", v)
+    if profile == 0:
+        for name, v in values.items():
+            if v is not None:
+                yield from write(f"rel.{name}", v)
+        return
+    for name in CC_PARAMS:
+        yield from write(f"cc.{name}", values[name])
+    yield from command("cc.write", profile)
 
 
 @_refusals_checked

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by_name",
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
            "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
-           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "STORE_WORDS", "unpack",
-           "pack", "commands", "memories"]
+           "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "STORE_WORDS",
+           "CC_PARAMS", "unpack", "pack", "commands", "memories"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0003  # major.minor in the two halves
@@ -285,6 +285,9 @@ _QP = (
        "2 SRv6 carrier and SRH always.", limit=2),
     _r("qp", "template", 0x410, 8, "RW", 0,
        "uSID template of the destination (below global.templates)."),
+    _r("qp", "cc_profile", 0x414, 8, "RW", 0,
+       "The CC profile the QP's congestion window follows (below global.cc_profiles): 0 the "
+       "rel.* registers, 1 and up those cc.write stores."),
     _r("qp", "dst_mac", 0x418, 48, "RW", 0, "Next-hop MAC address."),
     _r("qp", "dst_ip", 0x420, 128, "RW", 0, "The peer's IPv6 address (inner destination)."),
     _r("qp", "next_psn", 0x430, 24, "RW", 0, "First PSN the QP will send."),
@@ -408,6 +411,29 @@ def pack(layout: dict, fields: dict) -> int:
     return sum(int(v) << layout[name][0] for name, v in fields.items())
 
 
+#: what a CC profile sets: the rel.* registers of these names are profile 0, every QP's at
+#: reset; the cc.* ones of the same names stage profiles 1 and up
+CC_PARAMS = ("target_rtt", "cwnd_init", "cwnd_min", "cwnd_max", "cc_fair", "cc_gain", "cc_md")
+
+
+def _cc_registers(rel):
+    """The cc.* block: a staging register for each of CC_PARAMS, as wide as its rel.* register
+    and reset the same, then the command that stores them as a profile."""
+    by = {r.name: r for r in rel}
+    regs = [_r("cc", name, 0xB00 + 4 * i, by[name].width, "RW", by[name].reset,
+               f"Staged for cc.write, as rel.{name} is for profile 0. {by[name].doc}")
+            for i, name in enumerate(CC_PARAMS)]
+    regs += [
+        _r("cc", "write", 0xB00 + 4 * len(CC_PARAMS), 8, "CMD", 0,
+           "Write a CC profile number, 1 .. global.cc_profiles - 1: that profile takes the cc.* "
+           "values, and every QP whose qp.cc_profile names it follows them from then on. "
+           "Profile 0 is the rel.* registers themselves (0 is taken and changes nothing)."),
+        _r("cc", "view", 0xB00 + 4 * (len(CC_PARAMS) + 1), 8, "RO", 0,
+           "The CC profile QP rel.view_qp follows (its qp.cc_profile when last written)."),
+    ]
+    return regs
+
+
 #: evq.entry's fields: name -> (lowest bit, width); ``others`` covers this many entries
 EVQ_OTHERS = 64
 EVQ_ENTRY = {"qp": (0, 16), "index": (16, 16), "state": (32, 2), "management": (34, 1),
@@ -475,6 +501,24 @@ _MEM = (
 )
 
 
+# What each profile entry's path did (hdl/path_stats.py): select an entry, read its record.
+_PATH = (
+    _r("path", "qp", 0xB40, 16, "RW", 0, "The QP whose profile entry path.* shows."),
+    _r("path", "entry", 0xB44, 16, "RW", 0, "The entry of QP path.qp's profile path.* shows."),
+    _r("path", "rtt", 0xB48, 16, "RO", 0,
+       "The round trip of the last packet sent on that entry that a SACK timed, in cycles (0: "
+       "none yet). A SACK times the packet that triggered it, so with SACKs coalesced some "
+       "entries may seldom be timed; ep.probe times any entry."),
+    _r("path", "timed", 0xB4C, 32, "RO", 0, "Packets sent on that entry that a SACK timed."),
+    _r("path", "ecn", 0xB50, 32, "RO", 0, "Of those, the ones that arrived ECN-marked."),
+    _r("path", "acked", 0xB54, 32, "RO", 0,
+       "Packets sent on that entry that arrived (SACKed, or acknowledged cumulatively)."),
+    _r("path", "lost", 0xB58, 32, "RO", 0,
+       "Packets sent on that entry that were sent again: SACK holes, trims and timeouts (in "
+       "GO_BACK_N, also every packet after a loss). The counts run from reset, whatever EV the "
+       "entry held."),
+)
+
 #: words in store.data
 STORE_WORDS = 1024
 
@@ -508,13 +552,16 @@ REGISTERS: tuple[Register, ...] = (
        "Spines the EV layout names (with global.planes, the layout of docs/wire-format.md)."),
     _r("global", "spares", 0x030, 32, "CONST", 0,
        "Spare EVs each QP keeps per plane (ev.load 1 beyond them is refused)."),
+    _r("global", "cc_profiles", 0x034, 32, "CONST", 0,
+       "CC profiles: 0, the rel.* registers, and those cc.write stores."),
     _r("icrc", "frames", 0x100, 32, "RO", 0, "Frames the ICRC checker has seen."),
     _r("icrc", "bad", 0x104, 32, "RO", 0, "Frames whose ICRC was wrong."),
     _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
-    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(), *_NET,
-    *_WQ, *_CQ, *_MEM, *_EVQ, *_EP, *_STORE,
+    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(),
+    *_cc_registers(_rel_registers()), *_NET, *_WQ, *_CQ, *_MEM, *_EVQ, *_EP, *_PATH,
+    *_STORE,
 )
 
 

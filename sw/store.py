@@ -37,7 +37,7 @@ from .regclient import Program, read_words, write_words
 from .regmap import STORE_WORDS
 
 __all__ = ["MAGIC", "FORMAT", "HEADER_WORDS", "CAPACITY", "StoreError", "StoreFull",
-           "encode", "decode", "load", "save", "generation", "clear"]
+           "encode", "decode", "load", "save", "size", "generation", "clear"]
 
 MAGIC = 0x5343_524D          # b"MRCS" in the word's four bytes, low first
 FORMAT = 1
@@ -163,10 +163,19 @@ def load() -> Program:
                      "writing it")
 
 
+def _payload(doc) -> bytes:
+    return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 9)
+
+
+def size(doc) -> int:
+    """The bytes ``doc`` takes in the store (of :data:`CAPACITY`)."""
+    return len(_payload(doc))
+
+
 def save(doc, gen: int) -> Program:
     """Writes ``doc`` (JSON-able) as generation ``gen``. Raises :class:`StoreFull`, with nothing
     written, if it does not fit."""
-    payload = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 9)
+    payload = _payload(doc)
     if len(payload) > CAPACITY:
         raise StoreFull(len(payload))
     yield from write_words(PATH, HEADER_WORDS, _words(payload))

@@ -72,7 +72,7 @@ class NicRegisters:
 
     async def write(self, addr: int, width: int, value: int) -> None:
         reg = self._register(addr, width)
-        if reg.access not in (Access.RW, Access.CMD):
+        if reg.access not in (Access.RW, Access.CMD, Access.MEM):
             raise AccessError(Status.DENIED, f"{reg.path} is {reg.access.value}")
         if width == reg.width:
             fits = value <= reg.max_value

@@ -112,7 +112,13 @@ async def tx_sends_what_the_reference_says(dut):
                                             cfg.next_hops),
                             frame, f"packet {k} (QP {q}, plane {pl})")
     for q, counts in per_plane.items():
-        if sum(counts) > 1:
+        if sum(counts) <= 1:
+            continue
+        if p["backpressure"]:
+            # a port whose output stalls is passed over while another is free (the spray
+            # scheduler's port_busy), so stalls at random unbalance the planes; none starves
+            assert min(counts) >= sum(counts) // (2 * P), f"QP {q} planes unbalanced: {counts}"
+        else:
             assert max(counts) - min(counts) <= 1 + sum(counts) // 8, \
                 f"QP {q} planes unbalanced: {counts}"
     for t in taps:

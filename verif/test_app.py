@@ -1,7 +1,10 @@
 """The application API (mrcnic.app) and the driver programs under it: the QP state machine and
 every refusal with its errno, work requests through wq.*, completions through the register
-completion queue, the memory window; and the CLI's write and mem verbs. All against a word
-store that takes the wq, cq, mem and qp commands as docs/registers.md says the NIC does."""
+completion queue, the memory window; the CQ and QPs kept in the NIC's store, found by another
+program, and the EV and CC profiles a QP is given; and the CLI's write and mem verbs. All
+against a word store that takes the wq, cq, mem and qp commands as docs/registers.md says the
+NIC does (with the EV commands of verif/test_ctl.py's where a controller's profiles are
+loaded)."""
 
 import errno
 import json
@@ -10,15 +13,28 @@ from collections import deque
 
 import pytest
 
-from mrcnic import app, cli, driver, regmap
-from mrcnic.app import Capability, Context, QpState, SendOpcode, WcOpcode, WorkCompletion
+from mrcnic import app, cli, driver, regmap, store
+from mrcnic.app import (
+    Capability,
+    Context,
+    QpState,
+    Region,
+    SendOpcode,
+    WcOpcode,
+    WorkCompletion,
+)
+from mrcnic.ctl import Controller
+from mrcnic.ctl import ProfileState as S
 from mrcnic.ctl_errors import Busy, InvalidArgument, IoError, MrcError, NotPermitted, TooBig
 from mrcnic.enums import SrMode, WrStatus
+from mrcnic.evmap import UsidTemplate
+from mrcnic.mgmt import Status, StatusError
 from mrcnic.regclient import RegisterClient, RegisterError
+from mrcnic.verif.test_ctl import BLOCK, BLOCK_BITS, ONE_USID, FakeNic, generated, nscc, srv6_format
 from mrcnic.verif.test_regmap import FakeBus
 
 BUILD = {"id": regmap.MRCNIC_ID, "planes": 2, "qps": 4, "evs": 16, "templates": 4,
-         "max_usids": 14, "spines": 4, "spares": 2}
+         "max_usids": 14, "spines": 4, "spares": 2, "cc_profiles": 1}
 #: cq.entry's fields as docs/registers.md states them (bits high:low), not as regmap encodes
 ENTRY_BITS = {"wr_id": (15, 0), "qp": (31, 16), "status": (35, 32), "recv": (36, 36),
               "has_imm": (37, 37), "msn": (63, 48), "imm": (95, 64)}
@@ -360,7 +376,7 @@ def test_a_qp_goes_reset_init_rtr_rts_each_written_whole():
         "state": QpState.RTR.value, "dqp": 0x345, "mtu": 2, "mode": SrMode.PLAIN.value,
         "template": 3, "dst_mac": 0x02_00_00_00_00_02, "dst_ip": 0xFD00 << 112 | 2,
         "next_psn": 0, "msn": 0, "rkey": 0x103, "mr_va": 0x4300_0000, "mr_length": 1 << 24,
-        "rx_psn": 0x1111, "rx_msn": 9}
+        "rx_psn": 0x1111, "rx_msn": 9, "cc_profile": 0}
     rtr = nic.contexts[1]
     ctx.modify_qp(qp, QpState.RTS, sq_psn=0x2222, sq_msn=5)
     # RTS adds what it takes to what RTR wrote
@@ -407,8 +423,13 @@ def test_moves_the_state_machine_lacks_are_einval(path, to):
 
 
 @pytest.mark.parametrize("to,attrs,cls,match", [
-    (QpState.INIT, {"ev_profile_id": 7}, NotPermitted, "bind_ev_profile"),
-    (QpState.INIT, {"cc_profile_id": 1}, NotPermitted, "apply_cc_profile"),
+    (QpState.INIT, {"ev_profile_id": 7}, InvalidArgument, "EV profile 7 is INIT; a QP takes "
+                                                           "an ONLINE one"),
+    (QpState.INIT, {"cc_profile_id": 1}, InvalidArgument, "CC profile 1 is INIT; a QP takes "
+                                                          "an ONLINE one"),
+    (QpState.INIT, {"cc_profile_id": 1 << 64}, InvalidArgument, "cc_profile_id is 0 .. "),
+    (QpState.RTR, {**RTR, "route": "0xfcbb/16"}, InvalidArgument, "route is the UsidTemplate"),
+    (QpState.RTR, {**RTR, "route": ONE_USID}, InvalidArgument, "given none at INIT"),
     (QpState.INIT, {"ev_profile_id": -1}, InvalidArgument, "ev_profile_id is 0 .. "),
     (QpState.INIT, {"sq_psn": 1}, InvalidArgument, "sq_psn is not taken there"),
     (QpState.INIT, {"qkey": 1}, InvalidArgument, "qkey is not taken there"),
@@ -544,6 +565,290 @@ def test_the_applications_buffers_through_the_window():
     refused(IoError, errno.EIO, ctx.read_memory, 0x1FFF, 2,
             match="refused a read of 1 bytes at 0x2000")
     refused(InvalidArgument, errno.EINVAL, ctx.write_memory, -1, b"x")
+
+
+# -- the NIC's store: what one program made, another finds -------------------------------------
+
+
+def again(nic) -> Context:
+    """The context of another program on the same NIC."""
+    return Context(RegisterClient(nic))
+
+
+def test_a_new_context_finds_the_cq_and_the_qps_as_they_were_left():
+    nic, ctx = context(depth=8)
+    cq, qp1 = rts_qp(ctx, qp_num=1, rkey=0x103, mr_va=0x4300_0000, mr_length=1 << 24)
+    qp3 = ctx.create_qp(cq, cq, qp_num=3)
+    ctx.modify_qp(qp3, QpState.INIT)
+    writes = list(nic.writes)
+    other = again(nic)
+    assert nic.writes == writes                                       # finding writes nothing
+    assert other.cq().cqe == 8
+    assert [(q.qp_num, q.state) for q in other.qps()] == [(1, QpState.RTS), (3, QpState.INIT)]
+    assert other.qp(1).config == qp1.config
+    assert other.qp(1).region == Region(0x103, 0x4300_0000, 1 << 24)
+    assert other.qp(1).send_cq is other.qp(1).recv_cq is other.cq()
+    refused(InvalidArgument, errno.EINVAL, other.qp, 2, match="QP 2 is not created")
+    refused(InvalidArgument, errno.EINVAL, other.qp, 4, match=r"qp_num is 0 \.\. 3")
+    refused(TooBig, errno.E2BIG, other.create_cq, 1, match="one completion queue")
+    refused(Busy, errno.EBUSY, other.create_qp, other.cq(), other.cq(), qp_num=3)
+    # what the other program does with them, this one sees, on the objects it holds
+    other.post_write(other.qp(1), 7, 0x1000, 8, 0x4300_0000, 0x103)
+    assert nic.posted[-1]["qp"] == 1
+    other.modify_qp(other.qp(3), QpState.RTR, **RTR)
+    assert ctx.qp(3) is qp3 and qp3.state is QpState.RTR
+    other.destroy_qp(other.qp(1))
+    assert [q.qp_num for q in ctx.qps()] == [3] and ctx.cq() is cq
+    refused(InvalidArgument, errno.EINVAL, ctx.modify_qp, qp1, QpState.ERROR,
+            match="not a QP of this context")
+    # the write's length is known to the program that posted it only
+    assert ctx.poll_cq(cq, 4) == [WorkCompletion(7, WrStatus.OK, WcOpcode.RDMA_WRITE, 1, None,
+                                                 None)]
+
+
+def test_the_store_holds_the_controllers_part_beside_the_applications():
+    nic = ProfiledNic()
+    regs = RegisterClient(nic)
+    Context(regs).create_cq(1)                   # the first document the NIC holds
+    ctl = Controller(regs)                       # reads it: no profile yet
+    assert ctl.query_cc_profile(3).state is S.INIT
+    nscc(ctl, 3, target_delay=5000)
+    ctx = again(nic)
+    ctx.create_qp(ctx.cq(), ctx.cq(), qp_num=2)
+    _, doc = regs.run(store.load())
+    assert set(doc) == {"app", "ctl"}
+    assert Controller(regs).query_cc_profile(3).state is S.ONLINE
+    assert [q.qp_num for q in again(nic).qps()] == [2]
+
+
+def test_another_program_changing_the_qps_meanwhile_is_ebusy_one_changing_profiles_is_not():
+    nic, ctx = context()
+    cq = ctx.create_cq(1)
+    other = again(nic)
+    meanwhile = []
+    write = nic.write
+
+    def write_then_act(offset, value):     # the other program acts while a QP is written
+        write(offset, value)
+        if regmap.by_offset(offset).path == "qp.write" and meanwhile:
+            meanwhile.pop()()
+
+    nic.write = write_then_act
+    meanwhile.append(lambda: other.create_qp(other.cq(), other.cq(), qp_num=2))
+    refused(Busy, errno.EBUSY, ctx.create_qp, cq, cq, qp_num=1,
+            match="another program changed the application's CQ and QPs in the NIC's store")
+    # the other's QP stands; this one's is on the NIC but not in the store
+    assert [q.qp_num for q in again(nic).qps()] == [2] and nic.contexts.keys() == {1, 2}
+    assert [q.qp_num for q in ctx.qps()] == [2]
+    meanwhile.append(lambda: nscc(Controller(RegisterClient(nic)), 3))
+    ctx.create_qp(cq, cq, qp_num=1)
+    assert [q.qp_num for q in again(nic).qps()] == [1, 2]
+    assert Controller(RegisterClient(nic)).query_cc_profile(3).state is S.ONLINE
+
+
+def test_lost_completions_are_eio_once_whichever_program_polls():
+    nic, ctx = context(depth=2)
+    nic.set("cq.overflows", 5)                 # lost before the CQ existed: not its loss
+    cq, qp = rts_qp(ctx)
+    first = again(nic)
+    assert first.poll_cq(first.cq(), 4) == []
+    for w in range(3):
+        ctx.post_write(qp, w, 0, 1, 0, 0)
+    other = again(nic)
+    refused(IoError, errno.EIO, other.poll_cq, other.cq(), 4, match="1 completion")
+    assert ctx.poll_cq(cq, 1)[0].wr_id == 0      # told already, by the other program
+    third = again(nic)
+    assert [wc.wr_id for wc in third.poll_cq(third.cq(), 4)] == [1]
+
+
+def test_a_nic_built_without_a_store_keeps_nothing_and_each_context_what_it_made():
+    class Older(NicModel):
+        def read(self, offset):
+            if regmap.by_offset(offset).path == "store.data":
+                raise StatusError(Status.BAD_ADDRESS, "nothing at the address")
+            return super().read(offset)
+
+    nic = Older()
+    ctx = again(nic)
+    cq, qp = rts_qp(ctx)
+    assert ctx.qps() == [qp] and ctx.cq() is cq and nic.contexts[1]["state"] == QpState.RTS.value
+    assert [o for o, _ in nic.writes if regmap.by_offset(o).path == "store.data"] == []
+    other = again(nic)
+    assert other.qps() == [] and other.cq() is None
+
+
+def test_a_region_is_given_in_reset_or_init_and_rtr_keeps_it():
+    nic, ctx = context()
+    cq = ctx.create_cq(1)
+    qp = ctx.create_qp(cq, cq, qp_num=1)
+    writes = list(nic.writes)
+    for kw, match in (({"va": 0, "length": 0, "rkey": 1}, r"length is 1 \.\. "),
+                      ({"va": -1, "length": 1, "rkey": 1}, r"va is 0 \.\. "),
+                      ({"va": 0, "length": 1, "rkey": 1 << 32}, r"rkey is 0 \.\. "),
+                      ({"va": (1 << 64) - 4, "length": 8, "rkey": 1}, "past the end")):
+        refused(InvalidArgument, errno.EINVAL, ctx.set_region, qp, **kw, match=match)
+    assert nic.writes == writes and qp.region is None
+    region = ctx.set_region(qp, va=0x4300_0000, length=1 << 20, rkey=0x103)
+    assert region == qp.region == Region(0x103, 0x4300_0000, 1 << 20)
+    assert (nic.contexts[1]["state"], nic.contexts[1]["rkey"], nic.contexts[1]["mr_va"],
+            nic.contexts[1]["mr_length"]) == (QpState.RESET.value, 0x103, 0x4300_0000, 1 << 20)
+    writes = list(nic.writes)
+    refused(TooBig, errno.E2BIG, ctx.set_region, qp, va=0, length=1, rkey=1,
+            match=r"has its region already \(rkey 0x103, 1048576 bytes at 0x43000000\)")
+    assert nic.writes == writes
+    ctx.modify_qp(qp, QpState.INIT)
+    ctx.modify_qp(qp, QpState.RTR, **RTR)
+    assert {k: nic.contexts[1][k] for k in ("state", "rkey", "mr_va", "mr_length")} == {
+        "state": QpState.RTR.value, "rkey": 0x103, "mr_va": 0x4300_0000, "mr_length": 1 << 20}
+    writes = list(nic.writes)
+    refused(InvalidArgument, errno.EINVAL, ctx.set_region, qp, va=0, length=1, rkey=1,
+            match="QP 1 is RTR: its region is given in RESET or INIT")
+    assert nic.writes == writes
+    ctx.modify_qp(qp, QpState.RESET)                   # clears it
+    assert qp.region is None and nic.contexts[1]["mr_length"] == 0
+    ctx.modify_qp(qp, QpState.INIT)
+    ctx.set_region(qp, va=0x1000, length=64, rkey=0x103)
+    ctx.modify_qp(qp, QpState.RTR, **RTR, rkey=0x204)   # what RTR gives takes the place
+    assert again(nic).qp(1).region == Region(0x204, 0x1000, 64)
+    assert nic.contexts[1]["rkey"] == 0x204
+
+
+# -- the EV and CC profiles a QP is given ----------------------------------------------------
+
+
+class ProfiledNic(NicModel, FakeNic):
+    """The model with the EV tables of verif/test_ctl.py's FakeNic (``tables``), so that a
+    controller's loads into a QP's table show."""
+
+
+def profiled(**build):
+    """A NIC whose controller has EV profile 7 ONLINE (SRv6, GENERATED, 8 EVs, for a QP of
+    template ONE_USID); that controller, and a context."""
+    nic = ProfiledNic(**build)
+    regs = RegisterClient(nic)
+    ctl = Controller(regs)
+    srv6_format(ctl)
+    generated(ctl)
+    return nic, ctl, Context(regs)
+
+
+def test_an_ev_profile_given_at_init_is_loaded_at_rtr_and_taken_out_at_reset():
+    nic, ctl, ctx = profiled()
+    cq = ctx.create_cq(1)
+    qp = ctx.create_qp(cq, cq, qp_num=2)
+    ctx.modify_qp(qp, QpState.INIT, ev_profile_id=7)
+    assert qp.ev_profile_id == 7 and nic.tables.get(2, []) == []   # the route is not known yet
+    ctx.modify_qp(qp, QpState.RTR, **RTR, mode=SrMode.USID, template=2, route=ONE_USID)
+    b = ctl.binding(2)
+    assert (b.profile_id, b.template, b.mode) == (7, ONE_USID, SrMode.USID)
+    assert [nic.tables[2][entry][0] for entry in b.entries] == list(b.nic_evs)
+    assert nic.contexts[2]["state"] == QpState.RTR.value
+    assert again(nic).qp(2).ev_profile_id == 7
+    ctx.modify_qp(qp, QpState.RTS, sq_psn=1)
+    assert ctl.binding(2) == b
+    ctx.destroy_qp(qp)                                   # through RESET
+    assert nic.tables[2] == [] and ctl.binding(2) is None
+    assert nic.contexts[2]["state"] == QpState.RESET.value
+
+
+def test_a_plain_qp_takes_no_srv6_profile_and_one_in_reset_again_takes_none():
+    nic, ctl, ctx = profiled()
+    cq = ctx.create_cq(1)
+    qp = ctx.create_qp(cq, cq, qp_num=1)
+    ctx.modify_qp(qp, QpState.INIT, ev_profile_id=7)
+    ctx.modify_qp(qp, QpState.RESET)                      # never loaded: nothing to take out
+    assert qp.ev_profile_id is None and ctl.binding(1) is None
+    ctx.modify_qp(qp, QpState.INIT)
+    ctx.modify_qp(qp, QpState.RTR, **RTR, mode=SrMode.PLAIN)
+    assert ctl.binding(1) is None and nic.tables.get(1, []) == []
+
+
+@pytest.mark.parametrize("init,rtr,cls,match", [
+    ({"ev_profile_id": 9}, None, InvalidArgument, "EV profile 9 is INIT; a QP takes an ONLINE"),
+    ({"ev_profile_id": 8}, None, InvalidArgument, "EV profile 8 is OFFLINE"),
+    ({"ev_profile_id": 7}, {"mode": SrMode.USID}, InvalidArgument, "give the UsidTemplate"),
+    ({"ev_profile_id": 7}, {"mode": SrMode.PLAIN, "route": ONE_USID}, NotPermitted,
+     "sends no SRv6 header"),
+    # a route whose spine uSID is not the one the profile's EVs vary: no NIC EV puts them on
+    # the wire
+    ({"ev_profile_id": 7}, {"mode": SrMode.USID,
+                            "route": UsidTemplate(BLOCK, (0x20, 0x10), 0, BLOCK_BITS)},
+     NotPermitted, "EV 0"),
+    # the driver's own checks come before the load
+    ({"ev_profile_id": 7}, {"mode": SrMode.USID, "route": ONE_USID, "template": 4},
+     InvalidArgument, "template 4 does not exist"),
+])
+def test_an_ev_profile_the_qp_cannot_take_is_refused_with_nothing_written(init, rtr, cls, match):
+    nic, ctl, ctx = profiled()
+    generated(ctl, pid=8, online=False)
+    cq = ctx.create_cq(1)
+    qp = ctx.create_qp(cq, cq, qp_num=2)
+    if rtr is not None:
+        ctx.modify_qp(qp, QpState.INIT, **init)
+    writes, state = list(nic.writes), qp.state
+    code = errno.EPERM if cls is NotPermitted else errno.EINVAL
+    if rtr is None:
+        refused(cls, code, ctx.modify_qp, qp, QpState.INIT, **init, match=match)
+    else:
+        refused(cls, code, ctx.modify_qp, qp, QpState.RTR, **RTR, **rtr, match=match)
+    assert nic.writes == writes and qp.state is state
+    assert nic.tables.get(2, []) == [] and ctl.binding(2) is None
+
+
+def rel_writes(nic) -> list:
+    return [(o, v) for o, v in nic.writes if regmap.by_offset(o).block == "rel"]
+
+
+def test_a_cc_profile_given_at_init_is_applied_and_holds_the_one_set_of_registers():
+    nic, ctl, ctx = profiled()
+    nscc(ctl, 3, target_delay=5000, base_rtt=3000, max_cwnd=123_456)
+    cq = ctx.create_cq(1)
+    qps = [ctx.create_qp(cq, cq, qp_num=n) for n in range(4)]
+    ctx.modify_qp(qps[0], QpState.INIT, cc_profile_id=3)
+    # 8000 ns at 250 MHz
+    assert (nic.value("rel.target_rtt"), nic.value("rel.cwnd_max")) == (2000, 123_456)
+    assert qps[0].cc_profile_id == 3 and again(nic).qp(0).cc_profile_id == 3
+    applied = rel_writes(nic)
+    ctx.modify_qp(qps[1], QpState.INIT, cc_profile_id=3)    # there already: not written again
+    assert rel_writes(nic) == applied
+    writes = list(nic.writes)
+    refused(Busy, errno.EBUSY, ctx.modify_qp, qps[2], QpState.INIT, cc_profile_id=4,
+            match="one set of congestion registers, which every QP's window follows, and QPs "
+                  "0, 1 of this context follow CC profile 3 there: busy, not beyond the NIC")
+    assert nic.writes == writes and qps[2].state is QpState.RESET
+    # once no QP follows it, another profile may take the registers, if it is ONLINE
+    ctx.modify_qp(qps[0], QpState.RESET)
+    ctx.destroy_qp(qps[1])
+    assert qps[0].cc_profile_id is None
+    refused(InvalidArgument, errno.EINVAL, ctx.modify_qp, qps[2], QpState.INIT,
+            cc_profile_id=4, match="CC profile 4 is INIT; a QP takes an ONLINE one")
+    ctl.modify_cc_profile(3, state=S.OFFLINE)
+    ctl.modify_cc_profile(3, state=S.INIT)
+    nscc(ctl, 4, target_delay=1000)
+    ctx.modify_qp(qps[2], QpState.INIT, cc_profile_id=4)
+    assert nic.value("rel.target_rtt") == 250
+    assert nic.contexts[2]["cc_profile"] == 0          # the rel.* registers: profile 0
+
+
+def test_on_a_nic_with_cc_profiles_each_qp_is_given_the_one_it_names():
+    nic, ctl, ctx = profiled(cc_profiles=4)
+    nscc(ctl, 3, target_delay=5000)
+    nscc(ctl, 5, target_delay=1000)
+    cq = ctx.create_cq(1)
+    qps = [ctx.create_qp(cq, cq, qp_num=n) for n in range(2)]
+    rel = rel_writes(nic)
+    ctx.modify_qp(qps[0], QpState.INIT, cc_profile_id=3)
+    ctx.modify_qp(qps[1], QpState.INIT, cc_profile_id=5)        # another: no conflict
+    numbers = [ctl.cc_profile_number(3), ctl.cc_profile_number(5)]
+    assert [nic.contexts[n]["cc_profile"] for n in range(2)] == numbers and 0 not in numbers
+    assert rel_writes(nic) == rel                                 # profile 0 untouched
+    ctx.modify_qp(qps[0], QpState.RTR, **RTR)
+    assert nic.contexts[0]["cc_profile"] == numbers[0]            # kept by each transition
+    ctx.modify_qp(qps[0], QpState.RESET)
+    assert nic.contexts[0]["cc_profile"] == 0
+    ctl.modify_cc_profile(3, state=S.OFFLINE)
+    refused(InvalidArgument, errno.EINVAL, ctx.modify_qp, qps[0], QpState.INIT, cc_profile_id=3,
+            match="CC profile 3 is OFFLINE")
 
 
 # -- the CLI's write and mem verbs against the model ---------------------------------------

@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from mrcnic import driver, regmap
+from mrcnic import driver, regmap, store
 from mrcnic.app import Context, WcOpcode
+from mrcnic.ctl import NSCC, Controller, NsccConfig, ProfileState
 from mrcnic.ctl_errors import InvalidArgument, IoError
 from mrcnic.enums import EvState, QpState, SrMode, WrStatus
 from mrcnic.regclient import RegisterError
@@ -53,12 +54,25 @@ def _wait(ctx, cq, want: int, qp: int = QP) -> list:
     return got
 
 
+#: the CC profile NIC 0's QP follows: its window never above this (NSCC's max_cwnd), where the
+#: rel.* registers, every other QP's, let one grow to a MiB
+CC_PROFILE, MAX_CWND = 21, 8192
+
+
 @pytest.fixture(scope="module")
 def connected(nics):
-    """QP ``QP`` of each NIC connected to the other's, through the verbs state machine."""
+    """QP ``QP`` of each NIC connected to the other's, through the verbs state machine; NIC
+    0's follows CC profile ``CC_PROFILE``."""
     rng = random.Random(7)
     psn = [rng.getrandbits(24), rng.getrandbits(24)]
     qps = []
+    dev0 = nics[0][0]
+    dev0.regs.run(store.clear())       # what other modules' tests kept on this NIC
+    ctl = Controller(dev0.regs)
+    ctl.modify_cc_profile(CC_PROFILE, state=ProfileState.OFFLINE, algorithm=NSCC)
+    ctl.modify_cc_profile(CC_PROFILE, state=ProfileState.ONLINE,
+                          config=NsccConfig(max_cwnd=MAX_CWND))
+    assert dev0.read("rel.cwnd_max") > MAX_CWND
     for me, (_, ctx, _) in enumerate(nics):
         peer = 1 - me
         attr = ctx.query_device()
@@ -68,7 +82,7 @@ def connected(nics):
         assert qp.state is QpState.RESET
         with pytest.raises(InvalidArgument, match="RTS"):
             ctx.post_write(qp, 1, SEND_BASE, 1, RECV_BASE, 0)      # not RTS yet
-        ctx.modify_qp(qp, QpState.INIT)
+        ctx.modify_qp(qp, QpState.INIT, **({"cc_profile_id": CC_PROFILE} if me == 0 else {}))
         ctx.modify_qp(qp, QpState.RTR, dest_qp=QP, dst_ip=nic_ip(peer), rq_psn=psn[peer],
                       mode=SrMode.USID, template=peer, path_mtu=1024,
                       rkey=0x200 + QP, mr_va=RECV_BASE + QP * REGION, mr_length=REGION)
@@ -101,6 +115,48 @@ def test_a_write_lands_whole_and_completes_on_both_sides(nics, connected, size, 
             (WcOpcode.RECV_RDMA_WITH_IMM, QP, imm, WrStatus.OK)
     # a write without an immediate completes nothing on the receiving side
     assert [c for c in ctx1.poll_cq(cq1, 16) if c.qp_num == QP] == []
+
+
+def test_the_qp_window_follows_its_own_cc_profile_and_each_path_is_counted(nics, connected):
+    (dev0, ctx0, _), _ = nics
+    (_, cq0, qp0), _ = connected
+    size = 256 << 10
+
+    def acked():
+        got = dev0.regs.run(driver.keeping(("path.qp", "path.entry"), driver.path_stats(QP)))
+        return sum(r["acked"] for r in got.values())
+    before_acked = acked()
+    ctx0.post_write(qp0, 0x5A, SEND_BASE, size, RECV_BASE + QP * REGION, 0x200 + QP)
+    (sent,) = _wait(ctx0, cq0, 1)
+    assert sent.status is WrStatus.OK
+    number = Controller(dev0.regs).cc_profile_number(CC_PROFILE)
+    view = dev0.regs.run(driver.keeping(("rel.view_qp",), driver.congestion(QP)))
+    # 256 KiB of SACKs later, the window is still within its own profile's bounds
+    assert view["cc_profile"] == number != 0
+    assert 0 < view["cwnd"] <= MAX_CWND, view
+    # every packet sent again counts on exactly the entry it had gone on
+    qps, evs = dev0.info["qps"], dev0.info["evs"]
+    stats = {q: dev0.regs.run(driver.keeping(("path.qp", "path.entry"), driver.path_stats(q)))
+             for q in range(qps)}
+    lost = sum(r["lost"] for per_qp in stats.values() for r in per_qp.values())
+    rtx = sum(dev0.read(f"rel.rtx_{c}") for c in ("sack", "trim", "timeout"))
+    assert lost == rtx
+    mine = stats[QP]
+    # the QP sprayed over its profile: entries on both planes took packets that arrived, and
+    # each of the write's 256 packets (MTU 1024) arrived once, whatever was sent again
+    arrived = {i for i, r in mine.items() if r["acked"]}
+    assert {i % dev0.info["planes"] for i in arrived} == set(range(dev0.info["planes"]))
+    assert sum(r["acked"] for r in mine.values()) - before_acked == size // 1024
+    timed = {i: r for i, r in mine.items() if r["timed"]}
+    assert timed and all(0 < r["rtt"] < 1 << 15 and r["ecn"] <= r["timed"] <= r["acked"]
+                         for r in timed.values())
+    assert len(mine) == evs
+    # the CLI shows the same counts
+    r = mrcnic("--target", str(dev0.target), "-j", "path", "show", str(QP))
+    assert r.returncode == 0, r.stderr
+    shown = {row["entry"]: row for row in json.loads(r.stdout)}
+    for i in arrived:
+        assert shown[i]["acked"] == mine[i]["acked"] and shown[i]["port"] == i % 2 + 1
 
 
 def test_the_nic_window_and_the_host_see_the_same_bytes(nics):

@@ -67,7 +67,8 @@ def test_decode_errors_are_one_line(tmp_path):
     r = mrcnic("frobnicate")
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
     assert ("invalid choice: 'frobnicate' (choose from 'regs', 'decode', 'ev', 'dev', 'sim', 'qp', 'port', "
-            "'probe', 'stats', 'write', 'mem')") in r.stderr
+            "'probe', 'stats', 'write', 'mem', 'store', 'ev-fmt', 'ev-profile', 'cc-profile', "
+            "'mr', 'path')") in r.stderr
     r = mrcnic("-j", "decode", str(notpcap))
     assert r.returncode == 2 and r.stderr.strip().startswith("mrcnic: decode has no JSON output")
 

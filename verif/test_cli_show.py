@@ -22,7 +22,9 @@ from mrcnic.verif.cli_helpers import mrcnic
 #: RO registers that are not counts (what each is: driver.COUNTERS)
 NOT_COUNTERS = {"parser.last_error", "ev.state", "net.port_up", "rel.cwnd", "rel.inflight",
                 "rel.rtt", "rel.srtt", "cq.count", "cq.entry", "mem.error", "mem.rdata",
-                "evq.count", "evq.entry", "ep.rtt"}
+                "evq.count", "evq.entry", "ep.rtt", "cc.view",
+                # one profile entry's, through path.qp and path.entry (mrcnic path show)
+                "path.rtt", "path.timed", "path.ecn", "path.acked", "path.lost"}
 
 
 def test_every_ro_register_is_a_counter_or_named_as_not_one():
@@ -55,9 +57,10 @@ def test_qp_show_is_what_the_registers_say(served):
                 dev.write(p, v)
     assert r.returncode == 0 and r.stderr == "", r
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["qp", "cwnd", "inflight", "rtt", "srtt"]
+    assert lines[0].split() == ["qp", "cwnd", "inflight", "rtt", "srtt", "cc_profile"]
     rows = [[int(x) for x in line.split()] for line in lines[1:1 + len(views)]]
-    assert rows == [[q, v["cwnd"], v["inflight"], v["rtt"], v["srtt"]] for q, v in enumerate(views)]
+    assert rows == [[q, v["cwnd"], v["inflight"], v["rtt"], v["srtt"], v["cc_profile"]]
+                    for q, v in enumerate(views)]
     assert views[0]["srtt"] > 0      # NIC 0's start-up write measured an RTT on QP 0
     assert lines[1 + len(views)].startswith("staged (qp.*)")
     table = dict(line.split() for line in lines[2 + len(views):])

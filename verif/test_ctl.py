@@ -6,6 +6,7 @@ CC profile, each read back from its registers."""
 
 import errno
 import time
+from dataclasses import replace as _copy
 
 import pytest
 
@@ -56,7 +57,7 @@ from mrcnic.verif.fabric import FORMATS
 from mrcnic.verif.test_regmap import FakeBus
 
 BUILD = {"id": regmap.MRCNIC_ID, "planes": 2, "qps": 4, "evs": 16, "templates": 4,
-         "max_usids": 14, "spines": 4, "spares": 2}
+         "max_usids": 14, "spines": 4, "spares": 2, "cc_profiles": 1}
 BLOCK, BLOCK_BITS = FORMATS["F3216"]
 LAYOUT = EvLayout(2, 4)
 #: a route of one uSID, the spine's: a GENERATED profile can vary its plane and spine together
@@ -92,6 +93,9 @@ class FakeNic(FakeBus):
         self.probes: list[tuple[int, int]] = []       # (QP, entry) of each probe sent
         self.flying: list[list[int]] = []             # [reads to go, QP, entry]
         self.status_rounds = 0
+        self.cc_sets: dict[int, dict] = {}            # CC profile -> what cc.write stored
+        self.cc_chosen: dict[int, int] = {}           # QP -> the CC profile it follows
+        self.paths: dict[tuple[int, int], dict] = {}  # (QP, entry) -> path.* of that entry
 
     def word(self, path):
         return self.words[regmap.by_name(path).offset]
@@ -127,6 +131,10 @@ class FakeNic(FakeBus):
                 self.flying.append([self.answer_after, qp, entry])
         elif path == "ep.status" and value == 1 and self.word("global.control") & 1:
             self.status_rounds += 1
+        elif path == "cc.write" and value != 0:
+            self.cc_sets[value] = {n: self.word(f"cc.{n}") for n in regmap.CC_PARAMS}
+        elif path == "qp.write":
+            self.cc_chosen[value] = self.word("qp.cc_profile")
 
     def write(self, offset, value):
         super().write(offset, value)
@@ -154,6 +162,11 @@ class FakeNic(FakeBus):
             table = self.tables.get(self.word("ev.qp"), [])
             index = self.word("ev.index")
             return table[index][1] if index < len(table) else EvState.ASSUMED_BAD.value
+        if _path(offset).startswith("path.") and regmap.by_offset(offset).access.value == "RO":
+            rec = self.paths.get((self.word("path.qp"), self.word("path.entry")), {})
+            return rec.get(_path(offset).removeprefix("path."), 0)
+        if _path(offset) == "cc.view":
+            return self.cc_chosen.get(self.word("rel.view_qp"), 0)
         if _path(offset) == "evq.count":
             return len(self.events)
         if _path(offset) == "evq.overflows":
@@ -1231,6 +1244,7 @@ def test_a_port_status_update_goes_to_every_peer_at_once():
 
 def test_a_generated_srv6_profile_loads_into_a_qp_of_a_simulated_nic(served):
     with Device(served.urls[0]) as dev:
+        dev.regs.run(store.clear())          # what other tests of this module kept there
         ctl = Controller(dev.regs)
         # QP 2 carries no traffic there (probes go to it): set it up with a template of its own
         dev.regs.run(driver.write_template(2, ONE_USID))
@@ -1247,6 +1261,11 @@ def test_a_generated_srv6_profile_loads_into_a_qp_of_a_simulated_nic(served):
         array = ctl.query_ev_array(7)
         assert [e.state for e in array] == [EvState.GOOD] * 8
         assert sorted(b.entries) == list(range(8))
+        # a program connecting afterwards finds the profiles and the binding on the NIC
+        with Device(served.urls[0]) as again:
+            later = Controller(again.regs)
+            assert later.binding(2) == b and later.query_ev_array(7) == array
+            assert later.query_ev_fmt_profile(1) == ctl.query_ev_fmt_profile(1)
         for e, nic_ev, entry in zip(array, b.nic_evs, b.entries, strict=True):
             assert ONE_USID.route(nic_ev, LAYOUT).dst == int.from_bytes(
                 e.expansion.ljust(16, b"\0"), "big")
@@ -1282,6 +1301,7 @@ def test_a_cc_profile_lands_in_the_rel_registers_of_a_simulated_nic(served):
     with Device(served.urls[1]) as dev:
         saved = {n: dev.read(f"rel.{n}") for n in names}
         refusals = dev.read("global.bus_errors")
+        dev.regs.run(store.clear())
         ctl = Controller(dev.regs)
         nscc(ctl, target_delay=5000, base_rtt=3000, max_cwnd=123_456, fi=0, disable_qa=1)
         try:
@@ -1329,22 +1349,33 @@ def test_every_program_driving_the_nic_sees_the_same_profiles():
 def test_a_change_made_meanwhile_by_another_program_is_ebusy():
     nic, ctl = controller()
     srv6_format(ctl)
-    generated(ctl, online=False)
-    gen_word = regmap.by_name("store.data").offset + 8
-
-    class Meddler(FakeNic):
-        pass
-    # another program writes the store while this one is half way through a change
+    generated(ctl)
+    other = Controller(RegisterClient(nic))
     real_write = nic.write
+    meddled = []
 
     def write(offset, value):
         real_write(offset, value)
-        if _path(offset) == "ev.load":
-            nic.words[gen_word] += 1
+        if _path(offset) == "ev.load" and not meddled:
+            # another program changes the profiles while this one is half way through
+            meddled.append(1)
+            other.modify_ev_fmt_profile(3, state=S.OFFLINE, mode=FormatMode.STEV,
+                                        widths=(16, 16))
     nic.write = write
-    ctl.modify_ev_profile(7, state=S.ONLINE, min_active=1, event_mask=())
     refused(Busy, errno.EBUSY, ctl.bind_ev_profile, 7, 2, template=ONE_USID,
-            match="another program changed")
+            match="another program changed the controller's profiles")
+    # what the other did stands; this one's binding is on the NIC but not in the store
+    assert Controller(RegisterClient(nic)).query_ev_fmt_profile(3).state is S.OFFLINE
+    assert Controller(RegisterClient(nic)).binding(2) is None
+    # a change of another part (the application's) meanwhile is no conflict
+    meddled.clear()
+    nic.write = real_write
+    ctl.unbind_ev_profile(2)
+    doc = RegisterClient(nic).run(store.load())[1]
+    gen = RegisterClient(nic).run(store.generation())
+    RegisterClient(nic).run(store.save({**doc, "app": {"x": 1}}, gen + 1))
+    ctl.bind_ev_profile(7, 2, template=ONE_USID)
+    assert RegisterClient(nic).run(store.load())[1]["app"] == {"x": 1}
 
 
 def test_profiles_too_large_for_the_store_are_e2big():
@@ -1373,3 +1404,67 @@ def test_a_store_this_software_cannot_read_is_eio():
     RegisterClient(nic).run(store.save({"ctl": {"@class": "Unknown"}}, 1))
     with pytest.raises(IoError, match="does not keep there"):
         Controller(RegisterClient(nic))
+
+
+# -- CC profiles on a NIC that keeps several ---------------------------------------------------
+
+
+def test_each_cc_profile_is_a_nic_profile_that_qps_follow():
+    nic, ctl = controller(cc_profiles=4)
+    assert ctl.query_device().cc_max_profiles == 3
+    nscc(ctl, pid=30, max_cwnd=200_000)
+    nscc(ctl, pid=40, max_cwnd=50_000, target_delay=2000)
+    assert ctl.cc_profile_number(30) == 1 and ctl.cc_profile_number(40) == 2
+    rel = {n: nic.word(f"rel.{n}") for n in regmap.CC_PARAMS}
+    # what the profile sets, the rest profile 0's (rel.*) as it stood
+    assert nic.cc_sets[1] == {**rel, "cwnd_max": 200_000, "cwnd_init": 200_000}
+    assert nic.cc_sets[2] == {**rel, "cwnd_max": 50_000, "cwnd_init": 50_000,
+                              "target_rtt": 500}
+    assert {n: nic.word(f"rel.{n}") for n in regmap.CC_PARAMS} == rel   # profile 0 untouched
+    # modified ONLINE: the NIC's profile changes at once
+    ctl.modify_cc_profile(40, config=NsccConfig(max_cwnd=60_000))
+    assert nic.cc_sets[2]["cwnd_max"] == 60_000
+    nscc(ctl, pid=50)
+    refused(TooBig, errno.E2BIG, nscc, ctl, pid=60, match="takes 3 CC profile")
+    # a QP on profile 40's NIC profile holds it ONLINE
+    RegisterClient(nic).run(driver.configure_qp(2, driver.QpConfig(
+        dqp=9, dst_mac="02:00:00:00:00:02", dst_ip="fd00::2", cc_profile=2)))
+    assert nic.cc_chosen[2] == 2
+    refused(Busy, errno.EBUSY, ctl.modify_cc_profile, 40, state=S.OFFLINE,
+            match=r"window of QP\(s\) 2 \(qp.cc_profile 2\)")
+    RegisterClient(nic).run(driver.configure_qp(2, driver.QpConfig(
+        dqp=9, dst_mac="02:00:00:00:00:02", dst_ip="fd00::2")))
+    ctl.modify_cc_profile(40, state=S.OFFLINE)
+    refused(InvalidArgument, errno.EINVAL, ctl.cc_profile_number, 40, match="is OFFLINE")
+    ctl.modify_cc_profile(40, state=S.INIT)
+    nscc(ctl, pid=60)                                  # its NIC profile is free again
+    assert ctl.cc_profile_number(60) == 2
+    # a second controller finds the numbers on the NIC's store
+    assert Controller(RegisterClient(nic)).cc_profile_number(60) == 2
+
+
+def test_a_nic_with_one_cc_profile_only_applies_one():
+    nic, ctl = controller(cc_profiles=1)
+    nscc(ctl, pid=3, max_cwnd=200_000)
+    refused(NotSupported, errno.ENOTSUP, ctl.cc_profile_number, 3, match="global.cc_profiles 1")
+    assert nic.cc_sets == {}
+
+
+def test_each_qp_of_a_simulated_nic_starts_its_window_from_its_own_cc_profile(served):
+    with Device(served.urls[0]) as dev:
+        dev.regs.run(store.clear())
+        ctl = Controller(dev.regs)
+        assert ctl.query_device().cc_max_profiles == dev.info["cc_profiles"] - 1 >= 1
+        nscc(ctl, pid=11, max_cwnd=12_345)
+        number = ctl.cc_profile_number(11)
+        # QP 2 carries no traffic there (probes go to it)
+        cfg = driver.QpConfig(dqp=9, dst_mac="02:00:00:00:00:02", dst_ip="fd00::2",
+                              state=QpState.RESET, cc_profile=number)
+        dev.regs.run(driver.configure_qp(2, cfg))
+        on_profile = dev.regs.run(driver.congestion(2))
+        dev.regs.run(driver.configure_qp(2, _copy(cfg, cc_profile=0)))
+        on_rel = dev.regs.run(driver.congestion(2))
+        assert (on_profile["cc_profile"], on_profile["cwnd"]) == (number, 12_345)
+        assert (on_rel["cc_profile"], on_rel["cwnd"]) == (0, dev.read("rel.cwnd_init"))
+        # no QP follows it any more: it may go OFFLINE
+        ctl.modify_cc_profile(11, state=S.OFFLINE)

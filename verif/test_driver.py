@@ -15,7 +15,7 @@ LAYOUT = EvLayout(planes=2, spines=4)
 def nic(**build):
     bus = FakeBus()
     build = {"id": regmap.MRCNIC_ID, "planes": 2, "qps": 4, "evs": 16, "templates": 4,
-             "max_usids": 14, "spines": 4, "spares": 2, **build}
+             "max_usids": 14, "spines": 4, "spares": 2, "cc_profiles": 1, **build}
     for k, v in build.items():
         bus.words[regmap.by_name(f"global.{k}").offset] = v
     return bus, RegisterClient(bus)

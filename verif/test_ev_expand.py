@@ -377,7 +377,7 @@ def test_cli_ev_needs_a_verb_and_help_lists_the_rules():
     assert rc == 2 and len(err.splitlines()) == 1 and "VERB" in err
     rc, _, err = mrcnic("ev", "collapse")
     assert rc == 2 and ("invalid choice: 'collapse' (choose from 'show', 'deny', 'allow', 'events', "
-                        "'expand')") in err
+                        "'expand', 'replace')") in err
     rc, out, _ = mrcnic("ev", "expand", "-h")
     assert rc == 0
     for rule in Rule:

@@ -2,6 +2,7 @@
 full store and a torn or foreign one refused, and the codec that names every class."""
 
 import enum
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -115,3 +116,27 @@ def test_words_move_in_bursts_of_at_most_256_where_the_transport_has_them():
         regs.run(write_words("store.data", 0, [1 << 32]))
     with pytest.raises(RegisterError, match="written alone"):
         regs.write("store.data", 1)
+
+
+def test_the_cli_shows_and_clears_the_store(monkeypatch, capsys):
+    from mrcnic.ctl import Controller
+    from mrcnic.verif.test_cli import run_cli
+    from mrcnic.verif.test_ctl import FakeNic, srv6_format
+    nic = FakeNic()
+    status, out, _ = run_cli(monkeypatch, capsys, nic, "store", "show")
+    assert status == 0 and out.startswith("empty")
+    srv6_format(Controller(RegisterClient(nic)))
+    status, out, _ = run_cli(monkeypatch, capsys, nic, "store", "show")
+    lines = out.splitlines()
+    assert status == 0 and lines[0].startswith("generation 2: ") and lines[1].split()[0] == "ctl"
+    status, out, _ = run_cli(monkeypatch, capsys, nic, "store", "show", "-j")
+    shown = json.loads(out)
+    assert shown["generation"] == 2 and set(shown["document"]) == {"ctl"}
+    assert run_cli(monkeypatch, capsys, nic, "store", "clear")[0] == 0
+    assert RegisterClient(nic).run(store.load()) == (0, None)
+    # a store this software cannot read: one line, exit 1
+    monkeypatch.setattr(store.time, "sleep", lambda s: None)
+    RegisterClient(nic).run(store.save({"a": 1}, 1))
+    nic.words[regmap.by_name("store.data").offset + 4 * store.HEADER_WORDS] ^= 1
+    status, out, err = run_cli(monkeypatch, capsys, nic, "store", "show")
+    assert status == 1 and out == "" and len(err.splitlines()) == 1 and "CRC" in err

@@ -19,7 +19,7 @@ from mrcnic.verif.cli_helpers import mrcnic
 KNOWN = version_text(regmap.MRCNIC_VERSION)
 
 BUILD = {"data_width": 64, "planes": 2, "qps": 4, "evs": 16, "templates": 4, "max_usids": 14,
-         "spines": 4, "spares": 2}
+         "spines": 4, "spares": 2, "cc_profiles": 4}
 
 
 class Board:
@@ -121,7 +121,8 @@ def test_connecting_reads_the_identification(board):
 
 @pytest.mark.parametrize("globals_,fragment", [
     ({"version": 0x0002_0000}, "register-map version 2.0 (0x20000); this mrcnic knows " + KNOWN),
-    ({"version": regmap.MRCNIC_VERSION + 1}, "register-map version 1.3"),
+    ({"version": regmap.MRCNIC_VERSION + 1},
+     f"register-map version 1.{(regmap.MRCNIC_VERSION & 0xFFFF) + 1}"),
     ({"id": 0x1234_5678}, "global.id reads 0x12345678, not 0x4d524331 ('MRC1'): not an mrcnic"),
 ])
 def test_a_nic_this_host_does_not_know_is_refused(globals_, fragment):

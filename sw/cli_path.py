@@ -1,0 +1,109 @@
+"""``mrcnic path show``: per entry of a QP's EV profile, the path it takes and what it saw."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import cli
+from .cli import (
+    _chosen,
+    _nic_call,
+    _print_json,
+    _print_table,
+    _qp_argument,
+    _Refused,
+    _verb_parser,
+)
+
+__all__ = ["add"]
+
+_COLUMNS = ("qp", "entry", "port", "state", "ev", "route", "rtt", "rtt_ns", "timed", "ecn",
+            "acked", "lost")
+
+
+def _clock_mhz(text: str) -> float:
+    try:
+        mhz = float(text)
+    except ValueError:
+        mhz = 0.0
+    if not 0 < mhz <= 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a clock in MHz above 0 and at most "
+                                         "10000 (e.g. 250)")
+    return mhz
+
+
+def _rows(dev, q: int, show_all: bool, clock_hz: float) -> list[dict]:
+    from . import driver
+    from .ctl import Controller
+    from .ctl_errors import MrcError
+    from .evmap import EvLayout
+    planes = dev.info["planes"]
+    states = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
+                                                    driver.ev_states(q)))
+    stats = _nic_call(dev.regs.run, driver.keeping(("path.qp", "path.entry"),
+                                                   driver.path_stats(q)))
+    try:
+        binding = Controller(dev.regs).binding(q)
+    except MrcError as e:
+        raise _Refused(f"the NIC's store: {e}", 1) from None
+    layout = EvLayout(planes, dev.info["spines"])
+    nic_ev = dict(zip(binding.entries, binding.nic_evs, strict=True)) if binding else {}
+    rows = []
+    for i, state in enumerate(states):
+        s = stats[i]
+        if not (show_all or i in nic_ev
+                or (binding is None and (state.name != "ASSUMED_BAD"
+                                         or s["acked"] or s["lost"]))):
+            continue
+        ev = nic_ev.get(i)
+        route = "-"
+        if ev is not None and binding.template is not None:
+            route = str(binding.template.route(ev, layout))
+        rows.append({"qp": q, "entry": i, "port": i % planes + 1, "state": state.name,
+                     "ev": "-" if ev is None else f"{ev:#010x}", "route": route,
+                     "rtt": s["rtt"], "rtt_ns": int(s["rtt"] * 1e9 / clock_hz + 0.5),
+                     "timed": s["timed"], "ecn": s["ecn"], "acked": s["acked"],
+                     "lost": s["lost"]})
+    return rows
+
+
+def _cmd_path_show(args) -> int:
+    from .ctl import DEFAULT_CLOCK_HZ
+    clock_hz = DEFAULT_CLOCK_HZ if args.clock_mhz is None else args.clock_mhz * 1e6
+    with cli._device(args) as dev:      # (looked up now: tests stand a fake NIC in)
+        count = dev.info["qps"]
+        qps = _chosen(args.qp, 0, count, "QP", f"{count} QPs, 0 .. {count - 1} (global.qps)")
+        rows = [r for q in qps for r in _rows(dev, q, args.all, clock_hz)]
+    if args.json:
+        _print_json(args, rows)
+        return 0
+    if not rows:
+        print("no entry holds an EV that the NIC or its store knows of (--all shows every one)")
+        return 0
+    _print_table([[str(r[k]) for k in _COLUMNS] for r in rows], header=list(_COLUMNS),
+                 right=(0, 1, 2, 6, 7, 8, 9, 10, 11))
+    return 0
+
+
+def add(sub) -> None:
+    path = sub.add_parser("path", help="the paths each QP's EV profile sprays over")
+    verbs = path.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = _verb_parser(
+        verbs, "show", target=True,
+        help="per EV profile entry: port, state, EV, route, RTT, ECN marks, losses",
+        description="Per QP, each entry of its EV profile: its port (entry i is on plane "
+                    "i % planes, port plane + 1), its state (ev.state), the NIC EV loaded there "
+                    "and the route it takes (from the controller's binding in the NIC's store, "
+                    "when a controller loaded the profile; the NIC cannot read an EV back), and "
+                    "what the NIC saw of it (path.*): the last RTT a SACK timed, in cycles and "
+                    "ns, how many packets sent on it a SACK timed (the packet that triggered "
+                    "it) and how many of those arrived ECN-marked, how many arrived, and how "
+                    "many were sent again. The counts run from the NIC's reset, whatever EV the "
+                    "entry held. Entries shown: those the binding names; "
+                    "with no binding, those not ASSUMED_BAD or with counts; --all: every one.")
+    _qp_argument(p, "the QP")
+    p.add_argument("--all", action="store_true", help="every entry, global.evs of them")
+    p.add_argument("--clock-mhz", type=_clock_mhz, metavar="MHZ",
+                   help="the NIC's clock for the ns column (default: the simulation's, 250)")
+    p.set_defaults(func=_cmd_path_show)
+
