@@ -1050,8 +1050,9 @@ def _add_qp(sub) -> None:
         verbs, "show", target=True,
         help="each QP's reliability view, and the QP context the qp.* registers stage",
         description="Per QP, what the NIC reports of it: its congestion window and payload "
-                    "bytes in flight (bytes), its last and smoothed RTT (cycles), through "
-                    "rel.view_qp, which is left as it was. Then the QP context the qp.* "
+                    "bytes in flight (bytes), its last and smoothed RTT (cycles) and the NIC "
+                    "CC profile its window follows (cc.view), through rel.view_qp, which is "
+                    "left as it was. Then the QP context the qp.* "
                     "registers stage, decoded (state, mode, MTU in bytes, peer QP and "
                     "addresses, template, PSNs, memory region): what the next qp.write gives a "
                     "QP, usually the last QP configured. The NIC has no register that reads a "

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-
 from . import cli
 from .cli import (
     _chosen,
+    _clock_mhz,
     _nic_call,
     _print_json,
     _print_table,
@@ -19,17 +18,6 @@ __all__ = ["add"]
 
 _COLUMNS = ("qp", "entry", "port", "state", "ev", "route", "rtt", "rtt_ns", "timed", "ecn",
             "acked", "lost")
-
-
-def _clock_mhz(text: str) -> float:
-    try:
-        mhz = float(text)
-    except ValueError:
-        mhz = 0.0
-    if not 0 < mhz <= 10_000:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a clock in MHz above 0 and at most "
-                                         "10000 (e.g. 250)")
-    return mhz
 
 
 def _rows(dev, q: int, show_all: bool, clock_hz: float) -> list[dict]:

@@ -64,7 +64,7 @@ def test_without_a_binding_the_entries_the_nic_shows_in_use(monkeypatch, capsys)
 @pytest.mark.parametrize("args,fragment", [
     (("path", "show", "4"), "QP 4 does not exist: this NIC has 4 QPs"),
     (("path", "show", "x1"), "argument QP"),
-    (("path", "show", "1", "--clock-mhz", "0"), "not a clock in MHz"),
+    (("path", "show", "1", "--clock-mhz", "0"), "not a clock in MHz above 0"),
     (("path", "frob"), "invalid choice: 'frob'"),
 ])
 def test_a_bad_argument_is_one_line_and_nothing_written(monkeypatch, capsys, args, fragment):
