@@ -94,7 +94,6 @@ not known, and the context holds the QP as ERROR until it is moved to RESET.
 from __future__ import annotations
 
 import enum
-import functools
 from dataclasses import dataclass, replace
 
 from . import driver, store
@@ -103,7 +102,7 @@ from .ctl_errors import Busy, InvalidArgument, IoError, NotPermitted, TooBig, ru
 from .enums import QpState, SrMode, WrStatus
 from .evmap import UsidTemplate
 from .regclient import Program, RegisterClient, read
-from .store_part import StorePart
+from .store_part import StorePart, shared
 
 __all__ = ["MAX_MESSAGE", "SendOpcode", "WcOpcode", "Capability", "DeviceAttr", "Cq", "Qp",
            "Region", "WorkCompletion", "Context", "QpState", "WrStatus"]
@@ -269,23 +268,6 @@ class _KeptQp:
 _KEPT_CLASSES = (_KeptCq, _KeptQp, driver.QpConfig, QpState, SrMode)
 
 
-def _shared(fn):
-    """A method that reads or changes the context's objects: it first takes up what the NIC's
-    store holds of them (another program may have changed them), and what it changes goes
-    back there. Called from another such method, it leaves both to that one."""
-    @functools.wraps(fn)
-    def method(self, *args, **kwargs):
-        if self._depth:
-            return fn(self, *args, **kwargs)
-        self._sync()
-        before = self._encoded()
-        self._depth += 1
-        try:
-            return fn(self, *args, **kwargs)
-        finally:
-            self._depth -= 1
-            self._save(before)
-    return method
 
 
 # What each target state needs and takes. Attributes the NIC has no means for are named in
@@ -338,7 +320,6 @@ class Context:
         self._posted: dict[tuple[int, int], int] = {}    # (QP, wr_id) -> length
         self._overflows = 0                              # cq.overflows when last looked at
         self._ctl: Controller | None = None
-        self._depth = 0                                  # _shared methods running
         self._part = StorePart(regs, "app", _KEPT_CLASSES, "the application's CQ and QPs")
         self._sync()
 
@@ -412,12 +393,12 @@ class Context:
 
     # -- completion queues -----------------------------------------------------------------
 
-    @_shared
+    @shared
     def cq(self) -> Cq | None:
         """The completion queue, if it is created (by this context or another on the NIC)."""
         return self._cq
 
-    @_shared
+    @shared
     def create_cq(self, cqe: int) -> Cq:
         """The completion queue, at least ``cqe`` entries deep; send and receive completions
         go to it from now on (cq.route)."""
@@ -437,7 +418,7 @@ class Context:
         self._cq_serial += 1
         return self._cq
 
-    @_shared
+    @shared
     def destroy_cq(self, cq: Cq) -> None:
         """Frees the completion queue: completions go to the completion stream again."""
         self._own_cq(cq, "cq")
@@ -453,7 +434,7 @@ class Context:
 
     # -- queue pairs -----------------------------------------------------------------------
 
-    @_shared
+    @shared
     def qp(self, qp_num: int) -> Qp:
         """QP ``qp_num``, created by this context or another on the NIC."""
         _uint("qp_num", qp_num, self._info["qps"])
@@ -461,13 +442,13 @@ class Context:
             raise InvalidArgument(f"QP {qp_num} is not created (create_qp)")
         return self._qps[qp_num]
 
-    @_shared
+    @shared
     def qps(self) -> list[Qp]:
         """The QPs created, by this context or another on the NIC, in the order of their
         numbers."""
         return [self._qps[n] for n in sorted(self._qps)]
 
-    @_shared
+    @shared
     def create_qp(self, send_cq: Cq, recv_cq: Cq, *, qp_num: int | None = None) -> Qp:
         """A QP in RESET (written so to the NIC), completing to ``send_cq`` and ``recv_cq``:
         QP ``qp_num``, or the lowest this context has not created."""
@@ -487,7 +468,7 @@ class Context:
         self._qps[qp_num] = qp
         return qp
 
-    @_shared
+    @shared
     def destroy_qp(self, qp: Qp) -> None:
         """Moves the QP to RESET and frees its number."""
         self.modify_qp(qp, QpState.RESET)
@@ -498,7 +479,7 @@ class Context:
             raise InvalidArgument(f"{qp!r} is not a QP of this context")
         return qp
 
-    @_shared
+    @shared
     def modify_qp(self, qp: Qp, state: QpState, **attrs) -> None:
         """Moves ``qp`` to ``state`` with the attributes that transition takes, and writes its
         context to the NIC; all or nothing."""
@@ -645,7 +626,7 @@ class Context:
                                   f"{bare[0]} has no next hop (net.next_hop_p{bare[0]} is 0), "
                                   "so its frames go to the QP's dst_mac")
 
-    @_shared
+    @shared
     def set_region(self, qp: Qp, *, va: int, length: int, rkey: int) -> Region:
         """Gives ``qp`` its memory region: ``length`` bytes from ``va``, which its peer writes
         into with R_Key ``rkey``; written to the NIC with the QP's context, in its state.
@@ -683,7 +664,7 @@ class Context:
 
     # -- work requests and completions -----------------------------------------------------
 
-    @_shared
+    @shared
     def post_write(self, qp: Qp, wr_id: int, local_addr: int, length: int, remote_addr: int,
                    rkey: int, imm: int | None = None) -> None:
         """Posts an RDMA WRITE (with ``imm``: WRITE_WITH_IMM) of ``length`` bytes at
@@ -703,7 +684,7 @@ class Context:
                                     imm))
         self._posted[qp.qp_num, wr_id] = length
 
-    @_shared
+    @shared
     def poll_cq(self, cq: Cq, num_entries: int) -> list[WorkCompletion]:
         """Up to ``num_entries`` work completions, oldest first (none waiting: an empty list).
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import enum
 import errno
-import functools
 import math
 import time
 from collections import deque
@@ -68,7 +67,7 @@ from .ev_expand import MAX_EV_BYTES, EvField, EvProfile, FormatMode, FormatProfi
 from .evmap import EvLayout, Route, UsidTemplate, format_addr
 from .mgmt import Status, StatusError
 from .regclient import Program, RegisterClient, read, write
-from .store_part import StorePart
+from .store_part import StorePart, shared
 
 __all__ = ["API_VERSION", "PROTOCOL_VERSIONS", "NSCC", "DEFAULT_CLOCK_HZ", "ProfileState",
            "EvMode", "Feature", "PortAdminState", "Ev", "UNPOPULATED", "EvOpEntry", "DeviceAttr",
@@ -452,18 +451,6 @@ def _need(what: str, pid: int, target: ProfileState, needs, values: dict) -> Non
                               f"{', '.join(missing)} must be set first")
 
 
-def _shared(fn):
-    """A method that reads or changes the profiles: it sees what the NIC's store holds (another
-    program may have changed it), and what it changes goes back there."""
-    @functools.wraps(fn)
-    def method(self, *args, **kwargs):
-        self._sync()
-        before = self._encoded()
-        try:
-            return fn(self, *args, **kwargs)
-        finally:
-            self._save(before)
-    return method
 
 
 #: the controller's fields the NIC's store keeps, and the classes they are made of
@@ -593,7 +580,7 @@ class Controller:
                                | ({Feature.EV_EVENT} if info["evq_depth"] else set())
                                | ({Feature.EP_OP_EV_PROBE} if info["ep"] else set())))
 
-    @_shared
+    @shared
     def query_device(self) -> DeviceAttr:
         """``mrc_ctl_query_device``: the controller attributes, from the NIC's ``global``
         registers as they read now."""
@@ -665,7 +652,7 @@ class Controller:
 
     # -- EV format profiles ----------------------------------------------------------------
 
-    @_shared
+    @shared
     def modify_ev_fmt_profile(self, profile_id: int, *, state: ProfileState | None = None,
                               mode: FormatMode | None = None, widths=None) -> None:
         """``mrc_ctl_modify_ev_fmt_profile``: the attributes given change (``widths`` is the
@@ -709,7 +696,7 @@ class Controller:
         if to is not ProfileState.INIT:
             self._fmts[pid] = new
 
-    @_shared
+    @shared
     def query_ev_fmt_profile(self, profile_id: int, max_fields: int | None = None
                              ) -> FormatProfileInfo:
         """``mrc_ctl_query_ev_fmt_profile``; with ``max_fields``, the room the caller has for
@@ -762,7 +749,7 @@ class Controller:
         self._port(ev.port)
         return Ev(ev.key.ljust((rule.ev_bits + 7) // 8, b"\0"), ev.port)
 
-    @_shared
+    @shared
     def modify_ev_profile(self, profile_id: int, *, state: ProfileState | None = None,
                           mode: EvMode | None = None, fmt_id: int | None = None,
                           ev_count: int | None = None, min_active: int | None = None,
@@ -890,7 +877,7 @@ class Controller:
             raise InvalidArgument(f"EV profile {pid} cannot go ONLINE: EV array entry {empty[0]} "
                                   f"(of {len(empty)}) is unpopulated; REPLACE_EV fills it")
 
-    @_shared
+    @shared
     def query_ev_profile(self, profile_id: int, max_fields: int | None = None) -> EvProfileInfo:
         """``mrc_ctl_query_ev_profile`` without its EV operations (:meth:`query_ev_states`,
         :meth:`query_ev_array`); ``max_fields`` as :meth:`query_ev_fmt_profile`'s."""
@@ -944,7 +931,7 @@ class Controller:
                                   f"{state!r}")
         return state
 
-    @_shared
+    @shared
     def replace_evs(self, profile_id: int, entries: Iterable[EvOpEntry]) -> list[EvOpEntry]:
         """REPLACE_EV on each entry: the EV ``ev`` (one copy, or with ``all_copies`` every one;
         :data:`UNPOPULATED` names an entry not yet given one) becomes ``ev_new``, in ``state``.
@@ -989,7 +976,7 @@ class Controller:
 
         return self._batch(entries, one)
 
-    @_shared
+    @shared
     def modify_ev_states(self, profile_id: int, entries: Iterable[EvOpEntry]) -> list[EvOpEntry]:
         """MODIFY_EV_STATE on each entry: every copy of ``ev`` takes ``state`` (GOOD,
         ASSUMED_BAD or DENIED), in the tables of the QPs the profile is loaded into too."""
@@ -1030,7 +1017,7 @@ class Controller:
         table = self._nic_states(qp)
         return [table[i] for i in p.bindings[qp].entries]
 
-    @_shared
+    @shared
     def query_ev_states(self, profile_id: int, evs: Iterable[Ev], qp: int | None = None
                         ) -> list[EvOpEntry]:
         """QUERY_EV_STATE: each EV's state (its first copy's), as the NIC's table of the QP the
@@ -1048,7 +1035,7 @@ class Controller:
 
         return self._batch((e if isinstance(e, EvOpEntry) else EvOpEntry(e) for e in evs), one)
 
-    @_shared
+    @shared
     def query_ev_array(self, profile_id: int, max_entries: int | None = None,
                        qp: int | None = None) -> list[EvOpEntry]:
         """QUERY_EV_ARRAY: the profile's EVs in order, each with its port, its state (as
@@ -1143,7 +1130,7 @@ class Controller:
                                   "takes no template")
         return mode
 
-    @_shared
+    @shared
     def bind_ev_profile(self, profile_id: int, qp: int, *, template: UsidTemplate | None = None,
                         mode: SrMode | None = None) -> Binding:
         """Loads ONLINE EV profile ``profile_id`` into QP ``qp``'s EV table, in place of what it
@@ -1208,7 +1195,7 @@ class Controller:
         if p.mode is EvMode.GENERATED and not p.bindings:
             p.evs = [Ev(ev.value) for ev in p.evs]      # the port is the table's: none now
 
-    @_shared
+    @shared
     def unbind_ev_profile(self, qp: int) -> None:
         """Empties QP ``qp``'s EV table (it has no EV to send on until a profile is loaded),
         and the profile it held is no longer in use there."""
@@ -1219,7 +1206,7 @@ class Controller:
         self._run(driver.clear_ev_profile(qp))
         self._sync_event_mask()
 
-    @_shared
+    @shared
     def binding(self, qp: int) -> Binding | None:
         """What the controller loaded into QP ``qp``'s table, if anything."""
         pid = self._bound.get(qp)
@@ -1227,7 +1214,7 @@ class Controller:
 
     # -- CC profiles -----------------------------------------------------------------------
 
-    @_shared
+    @shared
     def modify_cc_profile(self, profile_id: int, *, state: ProfileState | None = None,
                           algorithm: str | None = None, config: NsccConfig | None = None) -> None:
         """``mrc_ctl_modify_cc_profile``: the attributes given change, then the profile moves
@@ -1294,19 +1281,19 @@ class Controller:
             return out
         return self._run(driver.keeping(("rel.view_qp",), look()))
 
-    @_shared
+    @shared
     def profile_ids(self) -> dict[str, list[int]]:
         """The ids of the profiles that are not INIT, by kind: ``fmt`` (EV format), ``ev``,
         ``cc``. The header has no call that lists them (mrcnic extra)."""
         return {"fmt": sorted(self._fmts), "ev": sorted(self._evps), "cc": sorted(self._ccs)}
 
-    @_shared
+    @shared
     def applied_cc_profile(self) -> int | None:
         """The CC profile :meth:`apply_cc_profile` last put in the NIC's profile 0 (None: none,
         or it has left ONLINE since) (mrcnic extra)."""
         return self._applied
 
-    @_shared
+    @shared
     def cc_profile_number(self, profile_id: int) -> int:
         """The NIC's CC profile (``qp.cc_profile``, :attr:`mrcnic.driver.QpConfig.cc_profile`)
         that ONLINE CC profile ``profile_id`` is kept in: a QP given it follows that profile's
@@ -1322,7 +1309,7 @@ class Controller:
                                "every QP")
         return p.number
 
-    @_shared
+    @shared
     def query_cc_profile(self, profile_id: int) -> CcProfileInfo:
         """``mrc_ctl_query_cc_profile``."""
         pid = _profile_id(profile_id)
@@ -1382,7 +1369,7 @@ class Controller:
             out["cwnd_max"] = out["cwnd_init"] = cfg.max_cwnd
         return out
 
-    @_shared
+    @shared
     def apply_cc_profile(self, profile_id: int) -> dict:
         """Writes ONLINE CC profile ``profile_id`` into the NIC's profile 0 (the rel.*
         registers), which every QP's window follows unless its context names another; returns
@@ -1407,7 +1394,7 @@ class Controller:
 
     # -- EV events -------------------------------------------------------------------------
 
-    @_shared
+    @shared
     def create_ev_event_cq(self, cqe: int) -> EvEventCq:
         """``mrc_ctl_create_ev_event_cq``: the EV event CQ, of at least ``cqe`` events.
 
@@ -1442,7 +1429,7 @@ class Controller:
                                   + (": it was destroyed" if cq.destroyed else ""))
         return cq
 
-    @_shared
+    @shared
     def destroy_ev_event_cq(self, cq: EvEventCq) -> None:
         """``mrc_destroy_cq`` of the EV event CQ: the NIC queues no more changes (evq.mask
         0), and the events not polled go with the CQ."""
@@ -1507,7 +1494,7 @@ class Controller:
         cq._lost += (overflows - cq._overflows) % _U32
         cq._overflows = overflows
 
-    @_shared
+    @shared
     def poll_ev_event(self, cq: EvEventCq, max_events: int) -> list[EvEvent]:
         """``mrc_ctl_poll_ev_event``: up to ``max_events`` events, oldest first ([] when
         none is waiting).
@@ -1533,7 +1520,7 @@ class Controller:
 
     # -- endpoint requests ------------------------------------------------------------------
 
-    @_shared
+    @shared
     def ep_batch_send_wait(self, op_type: EpOpType | str, requests, timeout_ns: int
                            ) -> list[EpResponse]:
         """``mrc_ctl_ep_batch_send_wait``: sends a batch of endpoint requests of one type and

@@ -14,13 +14,35 @@ call), the write goes on over them.
 
 from __future__ import annotations
 
+import functools
+
 from . import store
 from .ctl_errors import Busy, IoError, TooBig, run_on_nic
 from .mgmt import Status, StatusError
 from .regclient import Program, RegisterClient
 from .store import StoreError, StoreFull
 
-__all__ = ["StorePart", "has_store"]
+__all__ = ["StorePart", "has_store", "shared"]
+
+
+def shared(fn):
+    """A method of an object that keeps its part on the NIC (its ``_sync()`` takes the part up,
+    ``_encoded()`` encodes it, ``_save(before)`` writes it back if it changed since): it first
+    takes up what the NIC's store holds (another program may have changed it), and what it
+    changes goes back there. Called from another such method, it leaves both to that one."""
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        if getattr(self, "_depth", 0):
+            return fn(self, *args, **kwargs)
+        self._sync()
+        before = self._encoded()
+        self._depth = 1
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            self._depth = 0
+            self._save(before)
+    return method
 
 
 def has_store(regs: RegisterClient) -> bool:
