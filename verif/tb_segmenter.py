@@ -55,6 +55,10 @@ async def descriptors_match_the_reference_sender(dut):
         length = rng.choice([1, 255, 256, 257, 4096, rng.randint(1, 64 * 1024)])
         if n == 0:
             q, kind, length = 0, 1.0, 16 * 1024    # held by a shut window at first (below)
+        elif n == 1:
+            # another QP's write right behind it, which must not wait for it (a QP's queue of
+            # requests is finite: enough of them for QP 0 alone would hold the intake)
+            q, kind, length = 1, 1.0, 256
         if kind < 0.05:
             length = 0
         elif kind < 0.08:

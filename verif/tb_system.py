@@ -89,6 +89,7 @@ class Host:
     completions: list = field(default_factory=list)       # (wr_id, status, time)
     received: list = field(default_factory=list)          # (qp, msn)
     sent: list = field(default_factory=list)     # (ns, plane, EV, opcode, dqp, rtx, TSETH time)
+    sent_bytes: list = field(default_factory=list)   # the length of each frame in ``sent``
     arrived: list = field(default_factory=list)  # whole data frames in: (ns, dqp, rtx, bytes)
 
 
@@ -177,6 +178,7 @@ class System:
         while True:
             frame = bytes((await snk.recv()).tdata)
             bth = frame_bth(frame)
+            host.sent_bytes.append(len(frame))
             host.sent.append((get_sim_time("ns"), pl, frame_ev(frame), bth["opcode"],
                               bth["dqp"], bth["rtx"], frame_ts(frame, bth)))
             self.net.inject(host.index, pl, frame)
@@ -368,6 +370,8 @@ async def scenario(dut):
                 f"seed {seed}: host {host.index} QP {q} received messages {msns}, expected "
                 f"{want} from MSN {first}")
 
+    await _counters_agree(sysm, seed)
+
     # The figures.
     counters = [await h.regs.run(driver.rel_counters()) for h in sysm.hosts]
     rx = [await h.regs.run(driver.rx_counters()) for h in sysm.hosts]
@@ -407,6 +411,46 @@ async def scenario(dut):
     (sysm.out / "results.json").write_text(json.dumps(results))   # for a failed check too
     sc.check(results)
     (sysm.out / "results.json").write_text(json.dumps(results))   # with what the check adds
+
+
+def _between(seed, host, what, got, low, high):
+    assert low <= got <= high + 1, (f"seed {seed}: host {host} {what}: the NIC counts {got}, "
+                                    f"the testbench saw {low} .. {high}")
+
+
+async def _counters_agree(sysm, seed):
+    """Each NIC's own counts against what this testbench saw it send: frames and bytes per
+    plane, retransmissions (the data frames with the BTH rtx bit), and per profile entry
+    (path.*) the packets sent again and those that arrived. The NIC is at rest, but probes and
+    acknowledgements still leave while its registers are read: what the testbench counted is
+    taken before and after, and a count must lie between (one frame may be counted at its first
+    beat and seen at its last)."""
+    for h in sysm.hosts:
+        n0 = len(h.sent)
+        tx = await h.regs.run(driver.tx_counters())
+        rel = await h.regs.run(driver.rel_counters())
+        paths = [await h.regs.run(driver.path_stats(q)) for q in range(sysm.Q)]
+        rel_after = await h.regs.run(driver.rel_counters())
+        n1 = len(h.sent)
+        sent = list(zip(h.sent[:n1], h.sent_bytes[:n1], strict=True))
+        for pl, c in enumerate(tx["planes"]):
+            on = [(n <= n0, b) for n, (x, b) in enumerate(sent, 1) if x[1] == pl]
+            _between(seed, h.index, f"tx.frames_p{pl}", c["frames"],
+                     sum(1 for early, _ in on if early), len(on))
+            _between(seed, h.index, f"tx.bytes_p{pl}", c["bytes"],
+                     sum(b for early, b in on if early), sum(b for _, b in on))
+        rtx = [sum(r[f"rtx_{c}"] for c in ("sack", "trim", "timeout")) for r in (rel, rel_after)]
+        again = [n <= n0 for n, (x, _) in enumerate(sent, 1) if x[3] in DATA_OPCODES and x[5]]
+        _between(seed, h.index, "rel.rtx_*", rtx[0], sum(again), len(again))
+        lost = sum(e["lost"] for per_qp in paths for e in per_qp.values())
+        assert rtx[0] <= lost <= rtx[1], (f"seed {seed}: host {h.index}: path.lost sums to "
+                                          f"{lost}, rel.rtx_* to {rtx[0]} .. {rtx[1]}")
+        # every data packet was acknowledged once (the messages are complete): as often as a
+        # new one left, an entry counted one arrival
+        acked = sum(e["acked"] for per_qp in paths for e in per_qp.values())
+        new_data = sum(1 for x, _ in sent if x[3] in DATA_OPCODES and not x[5])
+        assert acked == new_data, (f"seed {seed}: host {h.index}: path.acked sums to {acked}, "
+                                   f"{new_data} new data packets were sent")
 
 
 async def _stuck(sysm, seed, left, total):
