@@ -198,10 +198,11 @@ class RetransmitTracker(wiring.Component):
         offers only these, so a QP whose window is shut holds up no other.
     now : In(16), the TX timestamp counter.
     mode : In(RelMode); reorder, reo_wnd, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
-        cwnd_min, cwnd_max, rcv_wnd : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*`` registers.
-    cc_qp : Out(range(qps)), the QP whose window the congestion inputs (target_rtt, cc_fair,
-        cc_gain, cc_md, cwnd_*) act on this cycle: each QP may follow its own CC profile, which
-        the NIC looks up for this QP in the same cycle (:class:`CcProfileTable`).
+        cwnd_min, cwnd_max, rcv_wnd : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*``
+        registers, but for the congestion inputs (target_rtt, cc_fair, cc_gain, cc_md, cwnd_*):
+        those of the CC profile QP ``cc_qp`` follows.
+    cc_qp : Out(range(qps)), the QP whose window the congestion inputs act on this cycle: the
+        NIC looks up its CC profile in the same cycle (``hdl/cc_profile_table.py``).
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
     <counter> : Out(32) for each name in the register map's ``REL_COUNTERS`` but
