@@ -79,6 +79,20 @@ def _nic_call(fn, *args, what: str = "it"):
         raise _Refused(f"the target stopped answering: {e}") from None
 
 
+def _api_call(fn, *args, **kwargs):
+    """Runs a call of the OCP host APIs (mrcnic.ctl, mrcnic.app); its refusal stops the
+    command: exit status 2 for a value the header calls invalid or too big (EINVAL, E2BIG), 1
+    otherwise."""
+    import errno
+
+    from .ctl_errors import MrcError
+    try:
+        return fn(*args, **kwargs)
+    except MrcError as e:
+        raise _Refused(f"{e.message} ({e.errno_name})",
+                       2 if e.errno in (errno.EINVAL, errno.E2BIG) else 1) from None
+
+
 def _cmd_dev_show(args) -> int:
     from . import simctl, target
     with _device(args) as dev:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import errno
 import ipaddress
 import math
 import re
@@ -55,17 +54,16 @@ _FMT, _EVP, _CC = "EV format", "EV", "CC"
 
 
 def _ctl_call(fn, *args, **kwargs):
-    """Runs a controller call; its refusal stops the command, exit status 2 for a value the
-    header calls invalid or too big (EINVAL, E2BIG), 1 otherwise."""
-    from .ctl_errors import MrcError
+    """Runs a controller call as :func:`mrcnic.cli._api_call` does; a broken expansion rule is
+    told as ``ev expand`` tells it, naming the rule."""
     from .ev_expand import EvProfileError
-    try:
-        return fn(*args, **kwargs)
-    except EvProfileError as e:
-        raise _Refused(_rule_text(e)) from None
-    except MrcError as e:
-        raise _Refused(f"{e.message} ({e.errno_name})",
-                       2 if e.errno in (errno.EINVAL, errno.E2BIG) else 1) from None
+
+    def rule_named():
+        try:
+            return fn(*args, **kwargs)
+        except EvProfileError as e:
+            raise _Refused(_rule_text(e)) from None
+    return _cli._api_call(rule_named)
 
 
 @contextlib.contextmanager

@@ -17,7 +17,6 @@ in use (EBUSY), the NIC failing (EIO).
 from __future__ import annotations
 
 import argparse
-import errno
 import ipaddress
 import re
 
@@ -36,26 +35,15 @@ _MTUS = (256, 512, 1024, 2048, 4096)
 # -- the context --------------------------------------------------------------------------------
 
 
-def _api(fn, *args, **kwargs):
-    """Runs an application API call; its refusal stops the command, exit status 2 for a value
-    the header calls invalid or too big (EINVAL, E2BIG), 1 otherwise."""
-    from .ctl_errors import MrcError
-    try:
-        return fn(*args, **kwargs)
-    except MrcError as e:
-        raise _Refused(f"{e.message} ({e.errno_name})",
-                       2 if e.errno in (errno.EINVAL, errno.E2BIG) else 1) from None
-
-
 def _context(dev):
     from .app import Context
-    return _api(Context, dev.regs)
+    return _cli._api_call(Context, dev.regs)
 
 
 def _created(args, dev, ctx):
     """The QP ``args.qp``, which the NIC must have and the store hold as created."""
     (q,) = _cli._qps(args, dev)
-    for qp in _api(ctx.qps):
+    for qp in _cli._api_call(ctx.qps):
         if qp.qp_num == q:
             return qp
     raise _Refused(f"QP {q} is not created: mrcnic qp add {q} creates it")
@@ -73,7 +61,7 @@ def _cell(value) -> str:
 def kept_qps(dev) -> dict[int, dict]:
     """What the NIC's store holds of each created QP, by number: its state and profile ids
     (``qp show``'s)."""
-    qps = _api(_context(dev).qps)
+    qps = _cli._api_call(_context(dev).qps)
     return {qp.qp_num: {k: v for k, v in _row(qp).items() if k != "qp"} for qp in qps}
 
 
@@ -197,10 +185,10 @@ def _cmd_qp_add(args) -> int:
         if args.qp is not None:
             _cli._qps(args, dev)              # before a CQ is made for it
         ctx = _context(dev)
-        cq = _api(ctx.cq)
+        cq = _cli._api_call(ctx.cq)
         if cq is None:
-            cq = _api(ctx.create_cq, 1)       # the NIC's one queue, as deep as it is
-        qp = _api(ctx.create_qp, cq, cq, qp_num=args.qp)
+            cq = _cli._api_call(ctx.create_cq, 1)       # the NIC's one queue, as deep as it is
+        qp = _cli._api_call(ctx.create_qp, cq, cq, qp_num=args.qp)
     if args.json:
         _print_json(args, _row(qp))
         return 0
@@ -213,7 +201,7 @@ def _cmd_qp_set(args) -> int:
         ctx = _context(dev)
         qp = _created(args, dev, ctx)
         from .enums import QpState
-        _api(ctx.modify_qp, qp, QpState[args.state.upper()], **attrs)
+        _cli._api_call(ctx.modify_qp, qp, QpState[args.state.upper()], **attrs)
     if args.json:
         _print_json(args, _row(qp))
     return 0
@@ -222,7 +210,7 @@ def _cmd_qp_set(args) -> int:
 def _cmd_qp_del(args) -> int:
     with _cli._device(args) as dev:
         ctx = _context(dev)
-        _api(ctx.destroy_qp, _created(args, dev, ctx))
+        _cli._api_call(ctx.destroy_qp, _created(args, dev, ctx))
     return 0
 
 
@@ -239,7 +227,7 @@ def _cmd_mr_add(args) -> int:
     with _cli._device(args) as dev:
         ctx = _context(dev)
         qp = _created(args, dev, ctx)
-        _api(ctx.set_region, qp, va=args.va, length=args.length, rkey=args.rkey)
+        _cli._api_call(ctx.set_region, qp, va=args.va, length=args.length, rkey=args.rkey)
     if args.json:
         _print_json(args, _region_row(qp))
     return 0
@@ -248,7 +236,7 @@ def _cmd_mr_add(args) -> int:
 def _cmd_mr_show(args) -> int:
     with _cli._device(args) as dev:
         ctx = _context(dev)
-        qps = _api(ctx.qps) if args.qp is None else [_created(args, dev, ctx)]
+        qps = _cli._api_call(ctx.qps) if args.qp is None else [_created(args, dev, ctx)]
     return _shown(args, [_region_row(qp) for qp in qps if qp.region is not None],
                   hexed=("rkey", "va"))
 
