@@ -532,6 +532,8 @@ _STORE = (
 )
 
 
+_REL = _rel_registers()
+
 REGISTERS: tuple[Register, ...] = (
     _r("global", "id", 0x000, 32, "CONST", MRCNIC_ID, "Identification: 0x4D524331 ('MRC1')."),
     _r("global", "version", 0x004, 32, "CONST", MRCNIC_VERSION, "Register-map version, major.minor."),
@@ -559,8 +561,8 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),
     _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
-    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_rel_registers(),
-    *_cc_registers(_rel_registers()), *_NET, *_WQ, *_CQ, *_MEM, *_EVQ, *_EP, *_PATH,
+    *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_REL,
+    *_cc_registers(_REL), *_NET, *_WQ, *_CQ, *_MEM, *_EVQ, *_EP, *_PATH,
     *_STORE,
 )
 
