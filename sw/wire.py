@@ -18,7 +18,8 @@ __all__ = [
     "SETH", "NETH", "PETH", "ERTH", "EETH", "MRC_HEADERS", "ALL_HEADERS",
     "ROCE_UDP_PORT", "ETHERTYPE_IPV6", "IPPROTO_UDP", "IPPROTO_IPV6", "IPPROTO_ROUTING",
     "SRH_ROUTING_TYPE", "PROBE_DQP", "ICRC_BYTES", "headers_after_bth", "DATA_OPCODES",
-    "TRIMMED_PACKET", "PROBE_QP_FIELD", "ETH_WIRE_OVERHEAD",
+    "TRIMMED_PACKET", "PROBE_QP_FIELD", "ETH_WIRE_OVERHEAD", "ETH_PREAMBLE", "ETH_SFD",
+    "ETH_PREAMBLE_BYTES", "ETH_FCS_BYTES", "ETH_IFG_BYTES", "ETH_MIN_FRAME", "ETH_FCS_RESIDUE",
 ]
 
 ROCE_UDP_PORT = 4791
@@ -29,8 +30,18 @@ IPPROTO_ROUTING = 43   # IPv6 routing extension header (the SRH)
 SRH_ROUTING_TYPE = 4   # RFC 8754
 PROBE_DQP = 0x2        # destination QP reserved for EV probes
 ICRC_BYTES = 4
-#: bytes a frame takes on the wire beyond itself: preamble and SFD (8), FCS (4), gap (12)
-ETH_WIRE_OVERHEAD = 24
+# Ethernet framing as the MAC puts it on the wire (IEEE 802.3 clause 3 and 4).
+ETH_PREAMBLE = 0x55            #: each preamble byte
+ETH_SFD = 0xD5                 #: the start-of-frame delimiter that ends the preamble
+ETH_PREAMBLE_BYTES = 8         #: preamble and SFD
+ETH_FCS_BYTES = 4              #: the frame check sequence: CRC-32, least significant byte first
+ETH_IFG_BYTES = 12             #: the least idle time between frames, in byte times
+ETH_MIN_FRAME = 64             #: the shortest frame, FCS included: shorter ones are padded
+#: the CRC-32 shift register (all ones at the start, no final inversion) after a frame and its
+#: correct FCS: a receiver checks this instead of comparing the FCS
+ETH_FCS_RESIDUE = 0xDEBB20E3
+#: bytes a frame takes on the wire beyond itself: preamble and SFD, FCS, gap
+ETH_WIRE_OVERHEAD = ETH_PREAMBLE_BYTES + ETH_FCS_BYTES + ETH_IFG_BYTES
 
 
 class Opcode(enum.IntEnum):

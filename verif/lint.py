@@ -11,6 +11,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from mrcnic.hdl.eth_mac import EthMac
 from mrcnic.hdl.header_builder import HeaderBuilder
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
@@ -41,6 +42,7 @@ BLOCKS = {
     **{f"rx_ingress_w{w}": (lambda w=w: RxIngress(w, planes=3)) for w in (64, 512)},
     **{f"rx_front_w{w}": (lambda w=w: RxFront(w, planes=2, max_frame=2048)) for w in (64, 512)},
     "reorder_tracker": lambda: ReorderTracker(qps=16, window=256),
+    "eth_mac": lambda: EthMac(64, max_frame=2000),
     # An always-ready input stream's ready is a constant, which cannot be a port of its own:
     # the simulation top-level gives it one, as the testbenches see it.
     "spray_scheduler": lambda: AxisTop(SprayScheduler(qps=4, evs=64, planes=2, backups=2)),

@@ -29,12 +29,17 @@ def user_fields(layout):
 
 
 class AxisTop(Elaboratable):
-    def __init__(self, component):
+    """``component`` with AXI-stream names; ``domains`` names its clock domains besides ``sync``,
+    each given ports ``<name>_clk`` and ``<name>_rst``."""
+
+    def __init__(self, component, domains=()):
         self.component = component
         # The clock and reset are always ports, even of a purely combinational component: the
         # testbench drives them and its models sample on them.
         self.clk, self.rst = Signal(name="clk"), Signal(name="rst")
         self.ports = [self.clk, self.rst]
+        self._domains = {d: (self._port(f"{d}_clk", 1), self._port(f"{d}_rst", 1))
+                         for d in domains}
         self._stmts = []
         for name, member in component.signature.members.items():
             self._bind([name], member, getattr(component, name), False)
@@ -89,6 +94,10 @@ class AxisTop(Elaboratable):
         m = Module()
         m.domains.sync = sync = ClockDomain("sync")
         m.d.comb += [sync.clk.eq(self.clk), sync.rst.eq(self.rst)]
+        for name, (clk, rst) in self._domains.items():
+            cd = ClockDomain(name)
+            m.domains += cd
+            m.d.comb += [cd.clk.eq(clk), cd.rst.eq(rst)]
         m.submodules.dut = self.component
         m.d.comb += self._stmts
         return m
