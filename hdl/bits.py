@@ -2,7 +2,28 @@
 
 from amaranth import Cat, Mux, Signal
 
-__all__ = ["first_from"]
+__all__ = ["first_set", "first_from"]
+
+
+def first_set(m, bits, name="first"):
+    """(any bit set, the index of the lowest set bit: 0 when none) of ``bits``, as a balanced
+    tree of log2(n) levels. A chain of n priority multiplexers is as small, but its depth is n:
+    at 256 bits that is too slow for an FPGA clock, and deep enough to exhaust Yosys's stack."""
+    n = 1 << (len(bits) - 1).bit_length()
+    padded = Signal(n, name=f"{name}_bits")
+    m.d.comb += padded.eq(bits)
+
+    def tree(lo, size):
+        if size == 1:
+            return padded[lo], Cat()
+        low, low_at = tree(lo, size // 2)
+        high, high_at = tree(lo + size // 2, size // 2)
+        return low | high, Cat(Mux(low, low_at, high_at), ~low)
+
+    found, at = tree(0, n)
+    index = Signal(range(max(n, 2)), name=f"{name}_index")
+    m.d.comb += index.eq(Mux(found, at, 0))
+    return found, index
 
 
 def first_from(m, bits, start, name="first"):
@@ -10,11 +31,8 @@ def first_from(m, bits, start, name="first"):
     round-robin or randomised pick); ``start`` itself when none is set. Combinational."""
     n = len(bits)
     rotated = Signal(n, name=f"{name}_rotated")
-    k = Signal(range(n), name=f"{name}_offset")
     m.d.comb += rotated.eq(Cat(bits, bits).bit_select(start, n))
-    for i in reversed(range(n)):          # the lowest offset, assigned last, wins
-        with m.If(rotated[i]):
-            m.d.comb += k.eq(i)
+    _, k = first_set(m, rotated, name=f"{name}_offset")
     at = Signal(range(n), name=name)
     m.d.comb += at.eq(Mux(start + k >= n, start + k - n, start + k))
     return at

@@ -1,7 +1,7 @@
 """On-chip memory: block RAM that answers the NIC's memory ports as host memory would, for a board
 with no host (hdl/host_memory.py has the ports' rules)."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -61,6 +61,10 @@ class OnChipMemory(wiring.Component):
         self._writes(m, L, lb, depth, wport)
         return m
 
+    def _below(self, addr):
+        """Whether ``addr`` is below the memory (never, when it starts at 0)."""
+        return addr < self._base if self._base else Const(0)
+
     def _count(self, m, name, when):
         with m.If(when):
             m.d.sync += getattr(self, name).eq(getattr(self, name) + 1)
@@ -83,7 +87,7 @@ class OnChipMemory(wiring.Component):
         end = Signal(ADDR_BITS + 2)            # one past the last byte, from base
         m.d.comb += end.eq(rel + a.length)
         bad = Signal()
-        m.d.comb += bad.eq((a.length == 0) | (a.addr < self._base) | (end > self._size))
+        m.d.comb += bad.eq((a.length == 0) | self._below(a.addr) | (end > self._size))
         first_lane = rel[:lb]
         span = Signal(LENGTH_BITS + 1)         # bytes of the words fetched, from the first's lane 0
         m.d.comb += span.eq(a.length + first_lane)
@@ -169,7 +173,7 @@ class OnChipMemory(wiring.Component):
                              shift.prefix.payload.length.eq(p),
                              shift.prefix.payload.data.eq(0)]
                 with m.If(shift.prefix.valid & shift.prefix.ready):
-                    below_now = a.addr < self._base
+                    below_now = self._below(a.addr)
                     m.d.sync += [pre.eq(p), first.eq(1), body_in.eq(0), below.eq(below_now),
                                  failed.eq(below_now),
                                  word.eq(Mux(lane == 0, rel[lb:] - 1, rel[lb:]))]

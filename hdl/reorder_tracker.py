@@ -1,9 +1,11 @@
 """Reorder tracker: which PSNs of each QP have arrived, in a window past the first one missing."""
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from .bits import first_set
 
 __all__ = ["PsnStatus", "ReorderTracker", "SACK_BITS", "result_layout"]
 
@@ -91,11 +93,9 @@ class ReorderTracker(wiring.Component):
         m.d.comb += bits.eq(cur.bits)
         with m.If(inside & ~peek):
             m.d.comb += bits.eq(cur.bits | (1 << diff[:(W - 1).bit_length()]))
-        run = Signal(range(W + 1))
-        m.d.comb += run.eq(W)
-        for i in reversed(range(W)):            # the first zero wins: assigned last
-            with m.If(~bits[i]):
-                m.d.comb += run.eq(i)
+        run = Signal(range(W + 1))              # arrivals in a row from bit 0: the first zero
+        gap, first_gap = first_set(m, ~bits, name="gap")
+        m.d.comb += run.eq(Mux(gap, first_gap, W))
         new_base = Signal(PSN_BITS)
         new_bits = Signal(W)
         m.d.comb += [new_base.eq(cur.base + run), new_bits.eq(bits >> run)]

@@ -32,7 +32,8 @@ BLOCKS = {"system": ("system", builds.nic_system),
           "parser": ("parser", builds.header_parser),
           "tx": ("tx", builds.nic),
           "rx_front": ("rx_front", builds.rx_front),
-          "rx": ("rx", builds.rx)}
+          "rx": ("rx", builds.rx),
+          "synth": ("synth", None)}
 PAYLOADS = [64, 1024, 4096]
 TX_PAYLOADS = {64: [64, 1024, 4096], 512: [1024, 4096]}
 TX_PACKETS = {64: 512, 1024: 256, 4096: 128}    # 32 KiB .. 512 KiB of payload
@@ -217,6 +218,28 @@ def _failover_seeds(results):
     print(f"  (plot: {plot})")
 
 
+SYNTH_HOW = ("synth_<block>_<cell>: ECP5 cells of each block alone at the NIC's default "
+             "configuration (64 bits), and of the whole NIC at it and at boards/synth.py's "
+             "BOARD_NIC (nic_board), from the PyPI Yosys's synth_ecp5 (python -m "
+             "mrcnic.boards.synth, build/synth/); synth_<block>_status: ok, or crashed / "
+             "timeout / error with no cells")
+
+
+def _synth(results):
+    """Every block through synth_ecp5, both cores at once, each given boards.synth's timeout."""
+    from mrcnic.boards import synth
+    runs = synth.synth_blocks(list(synth.BLOCKS), jobs=os.cpu_count() or 1,
+                              progress=lambda line: print(f"  {line}", flush=True))
+    for stale in [k for k in results if k.startswith("synth_")]:
+        del results[stale]
+    for name, r in runs.items():
+        results[f"synth_{name}_status"] = r["status"]
+        for cell, column in synth.CELLS.items():
+            if r["status"] == "ok":
+                results[f"synth_{name}_{column.lower()}"] = r["cells"].get(cell, 0)
+    print(synth.report(runs))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="make bench", description=__doc__)
     ap.add_argument("--widths", default="64,512", help="data widths, comma-separated")
@@ -242,6 +265,11 @@ def main(argv=None) -> int:
     results = json.loads(path.read_text()) if path.exists() else {}
     for block in blocks:
         dut, build = BLOCKS[block]
+        if dut == "synth":
+            t0 = time.monotonic()
+            _synth(results)
+            print(f"  ({block}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
+            continue
         for w in widths:
             if dut in ("system", "incast") and w != 64:
                 continue          # the systems are simulated at 64 bits only: build nothing
@@ -293,6 +321,7 @@ def main(argv=None) -> int:
     results["_how_system"] = SYSTEM_HOW
     results["_how_incast"] = INCAST_HOW
     results["_how_speed"] = SPEED_HOW.format(seed=SYSTEM_SEED)
+    results["_how_synth"] = SYNTH_HOW
     results["_how"] = ("line utilisation: ideal back-to-back cycles of the frames that leave / "
                        "cycles from first beat (tx: first work request) in to last beat out; "
                        "input back-to-back, output never back-pressured (verif/tb_line_rate.py, "

