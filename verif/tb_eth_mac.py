@@ -74,11 +74,11 @@ def _bytes(rng, n) -> bytes:
     return rng.randbytes(n)
 
 
-def _sizes(rng, count, max_frame):
-    """Every size from 1 to ``count`` bytes, then ``count`` more at random up to ``max_frame``
-    (and the largest itself)."""
-    return list(range(1, count + 1)) + [rng.randint(count, max_frame) for _ in range(count)] \
-        + [max_frame]
+def _sizes(rng, count, max_frame, first=1):
+    """Every size from ``first`` to ``first + count - 1`` bytes, then ``count`` more at random up
+    to ``max_frame`` (and the largest itself)."""
+    return list(range(first, first + count)) \
+        + [rng.randint(first + count, max_frame) for _ in range(count)] + [max_frame]
 
 
 def _wire(payload: bytes) -> GmiiFrame:
@@ -108,7 +108,9 @@ async def frames_of_every_size_arrive_whole(dut):
     rng = random.Random(p["seed"])
     mac = await start(dut)
     sent = []
-    for n in _sizes(rng, int(p["count"]), int(p["max_frame"])):
+    # Frames shorter than the least arrive padded by their sender: two of them, then every
+    # length from the least up.
+    for n in [1, MIN_DATA - 1] + _sizes(rng, int(p["count"]), int(p["max_frame"]), MIN_DATA):
         payload = _bytes(rng, n)
         mac.phy_in.send_nowait(_wire(payload))
         sent.append(payload.ljust(MIN_DATA, b"\0"))
