@@ -83,6 +83,21 @@ def _rgmii_tx():
     return RgmiiTx(WIDTH)
 
 
+def _onchip_memory():
+    from mrcnic.hdl.onchip_memory import OnChipMemory
+    return OnChipMemory(WIDTH, size=64 * 1024)
+
+
+def _pattern_writer():
+    from mrcnic.hdl.pattern_writer import PatternWriter
+    return PatternWriter(WIDTH)
+
+
+def _pattern_checker():
+    from mrcnic.hdl.pattern_checker import PatternChecker
+    return PatternChecker(WIDTH)
+
+
 def _header_parser():
     from mrcnic.hdl.header_parser import HeaderParser
     return HeaderParser(WIDTH, max_segments=4, max_frame=9600)
@@ -185,6 +200,9 @@ BLOCKS: dict[str, Callable] = {
     "rgmii_rx": _rgmii_rx,
     "rgmii_tx": _rgmii_tx,
     "mac_tx": _mac_tx,
+    "onchip_memory": _onchip_memory,
+    "pattern_writer": _pattern_writer,
+    "pattern_checker": _pattern_checker,
     "header_parser": _header_parser,
     "header_builder": _header_builder,
     "icrc_inserter": _icrc_inserter,

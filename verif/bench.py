@@ -225,12 +225,13 @@ SYNTH_HOW = ("synth_<block>_<cell>: ECP5 cells of each block alone at the NIC's 
              "timeout / error with no cells")
 
 
-def _synth(results):
-    """Every block through synth_ecp5, both cores at once, each given boards.synth's timeout."""
+def _synth(results, names=None):
+    """Every block (or ``names``) through synth_ecp5, a block per core, each given
+    boards.synth's timeout."""
     from mrcnic.boards import synth
-    runs = synth.synth_blocks(list(synth.BLOCKS), jobs=os.cpu_count() or 1,
+    runs = synth.synth_blocks(list(names or synth.BLOCKS), jobs=os.cpu_count() or 1,
                               progress=lambda line: print(f"  {line}", flush=True))
-    for stale in [k for k in results if k.startswith("synth_")]:
+    for stale in [k for k in results if k.startswith(tuple(f"synth_{n}_" for n in runs))]:
         del results[stale]
     for name, r in runs.items():
         results[f"synth_{name}_status"] = r["status"]
