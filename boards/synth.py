@@ -246,7 +246,10 @@ def _failure(log: str) -> str:
     # A trap in the WebAssembly runtime ends in a Python traceback and a wasm backtrace: the
     # trap's own words, after the frame number and address of the backtrace's last line, are
     # what explains.
-    for pattern in (r"wasm trap:.*", r"^ERROR:.*", r".*(Error|error).*"):
+    # "thrown Wasm exception" is a C++ exception escaping Yosys (out of memory, in a 32-bit
+    # WebAssembly process, is the usual one).
+    for pattern in (r"wasm trap:.*", r"thrown Wasm exception", r"^ERROR:.*",
+                    r".*(Error|error).*"):
         hits = [m.group(0) for m in map(re.compile(pattern).search, lines) if m]
         if hits:
             return hits[-1]
