@@ -98,6 +98,11 @@ def _pattern_checker():
     return PatternChecker(WIDTH)
 
 
+def _neighbour_responder():
+    from mrcnic.hdl.neighbour_responder import NeighbourResponder
+    return NeighbourResponder(WIDTH)
+
+
 def _header_parser():
     from mrcnic.hdl.header_parser import HeaderParser
     return HeaderParser(WIDTH, max_segments=4, max_frame=9600)
@@ -203,6 +208,7 @@ BLOCKS: dict[str, Callable] = {
     "onchip_memory": _onchip_memory,
     "pattern_writer": _pattern_writer,
     "pattern_checker": _pattern_checker,
+    "neighbour_responder": _neighbour_responder,
     "header_parser": _header_parser,
     "header_builder": _header_builder,
     "icrc_inserter": _icrc_inserter,

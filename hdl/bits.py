@@ -14,15 +14,19 @@ def first_set(m, bits, name="first"):
     m.d.comb += padded.eq(bits)
 
     def tree(lo, size):
+        """(any set in padded[lo:lo + size], the lowest one's offset: None for one bit, so that
+        no value is zero bits wide)."""
         if size == 1:
-            return padded[lo], Cat()
+            return padded[lo], None
         low, low_at = tree(lo, size // 2)
         high, high_at = tree(lo + size // 2, size // 2)
-        return low | high, Cat(Mux(low, low_at, high_at), ~low)
+        at = ~low if low_at is None else Cat(Mux(low, low_at, high_at), ~low)
+        return low | high, at
 
     found, at = tree(0, n)
     index = Signal(range(max(n, 2)), name=f"{name}_index")
-    m.d.comb += index.eq(Mux(found, at, 0))
+    if at is not None:
+        m.d.comb += index.eq(Mux(found, at, 0))
     return found, index
 
 

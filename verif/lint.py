@@ -16,6 +16,7 @@ from mrcnic.hdl.header_builder import HeaderBuilder
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
+from mrcnic.hdl.neighbour_responder import NeighbourResponder
 from mrcnic.hdl.nic import Nic
 from mrcnic.hdl.onchip_memory import OnChipMemory
 from mrcnic.hdl.register_bank import RegisterBank
@@ -45,6 +46,7 @@ BLOCKS = {
     "reorder_tracker": lambda: ReorderTracker(qps=16, window=256),
     "eth_mac": lambda: EthMac(64, max_frame=2000),
     "onchip_memory": lambda: OnChipMemory(64),
+    "neighbour_responder": lambda: NeighbourResponder(64),
     # An always-ready input stream's ready is a constant, which cannot be a port of its own:
     # the simulation top-level gives it one, as the testbenches see it.
     "spray_scheduler": lambda: AxisTop(SprayScheduler(qps=4, evs=64, planes=2, backups=2)),
