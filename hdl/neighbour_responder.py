@@ -5,16 +5,18 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from mrcnic.wire import ETHERNET, ETHERTYPE_IPV6, IPV6
+
 from .stream import PacketStream, check_width, keep_count, keep_mask
 
 __all__ = ["NeighbourResponder", "ARP_REPLY_BYTES", "NA_REPLY_BYTES"]
 
-ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6 = 0x0806, 0x0800, 0x86DD
+ETHERTYPE_ARP, ETHERTYPE_IPV4 = 0x0806, 0x0800
 ICMPV6, NS, NA = 58, 135, 136
 ARP_REPLY_BYTES = 42        # Ethernet and ARP; the MAC pads it
 NA_REPLY_BYTES = 86         # Ethernet, IPv6, the advertisement and its target link-layer option
-_IP6 = 14                   # where the IPv6 header starts
-_ICMP = _IP6 + 40           # where the ICMPv6 message starts
+_IP6 = ETHERNET.length      # where the IPv6 header starts
+_ICMP = _IP6 + IPV6.length  # where the ICMPv6 message starts
 _NS_MIN = 24                # an NS without options
 _CAPTURE = 96               # the bytes of a frame looked at: an NS with two 8-byte options
 

@@ -93,10 +93,10 @@ class OnChipMemory(wiring.Component):
         m.d.comb += span.eq(a.length + first_lane)
         length1 = Mux(a.length == 0, 1, a.length)
 
-        # The word reader: a registered read feeding the drop, held while it waits.
+        # The word reader: a registered read feeding the drop, held while it waits. It fetches
+        # while words are left, which is never so outside DATA (DATA ends on the last beat).
         iv, ilast, ikeep = Signal(), Signal(), Signal(L)
         advance = Signal()
-        fetching = Signal()
         m.d.comb += [advance.eq(~iv | drop.i.ready), rport.en.eq(advance), rport.addr.eq(word),
                      drop.i.valid.eq(iv), drop.i.payload.data.eq(rport.data),
                      drop.i.payload.keep.eq(ikeep), drop.i.payload.last.eq(ilast),
@@ -104,8 +104,8 @@ class OnChipMemory(wiring.Component):
         with m.If(drop.drop.valid & drop.drop.ready):
             m.d.sync += drop_owed.eq(0)
         with m.If(advance):
-            m.d.sync += iv.eq(fetching & (left != 0))
-            with m.If(fetching & (left != 0)):
+            m.d.sync += iv.eq(left != 0)
+            with m.If(left != 0):
                 m.d.sync += [word.eq(word + 1), left.eq(left - 1), ilast.eq(left == 1),
                              ikeep.eq(Mux(left == 1, tail, (1 << L) - 1))]
 
@@ -124,17 +124,14 @@ class OnChipMemory(wiring.Component):
                         m.d.sync += [off.eq(first_lane), word.eq(rel[lb:]),
                                      left.eq((span + L - 1) >> lb),
                                      tail.eq(keep_mask(m, (span - 1)[:lb] + 1, L)),
-                                     drop_owed.eq(1), fetching.eq(1)]
+                                     drop_owed.eq(1)]
                         m.next = "DATA"
             with m.State("DATA"):
                 m.d.comb += [rsp.valid.eq(drop.o.valid), drop.o.ready.eq(rsp.ready),
                              rsp.payload.data.eq(drop.o.payload.data),
                              rsp.payload.keep.eq(drop.o.payload.keep),
                              rsp.payload.last.eq(drop.o.payload.last), rsp.payload.tag.eq(tag)]
-                with m.If(left == 0):
-                    m.d.sync += fetching.eq(0)
                 with m.If(rsp.valid & rsp.ready & rsp.payload.last):
-                    m.d.sync += fetching.eq(0)
                     m.next = "IDLE"
             with m.State("ERROR"):
                 m.d.comb += [rsp.valid.eq(1), rsp.payload.error.eq(1), rsp.payload.tag.eq(tag),

@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic.wire import ETH_FCS_BYTES, ETH_FCS_RESIDUE, ETH_PREAMBLE, ETH_SFD
 
 from .crc32 import crc32_byte
-from .stream import check_width
+from .stream import check_width, keep_mask
 
 __all__ = ["RxError", "rx_beat_layout", "RgmiiRx"]
 
@@ -163,10 +163,7 @@ class RgmiiRx(wiring.Component):
                         m.d.comb += error.eq(RxError.OVERFLOW)
                     with m.Elif(crc != ETH_FCS_RESIDUE):
                         m.d.comb += error.eq(RxError.FCS)
-                    keep = Signal(lanes)
-                    for n in range(1, lanes + 1):
-                        with m.If(count == n):
-                            m.d.comb += keep.eq((1 << n) - 1)
+                    keep = keep_mask(m, count, lanes)
                     with m.If(count == 0):               # no byte beyond an FCS's worth
                         end_frame(Mux(error == RxError.NONE, RxError.FCS, error), 1, 0)
                     with m.Else():
