@@ -5,13 +5,12 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.wire import ETHERNET, ETHERTYPE_IPV6, IPV6
+from mrcnic.wire import ETHERNET, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPV6
 
 from .stream import PacketStream, check_width, keep_count, keep_mask
 
 __all__ = ["NeighbourResponder", "ARP_REPLY_BYTES", "NA_REPLY_BYTES"]
 
-ETHERTYPE_ARP, ETHERTYPE_IPV4 = 0x0806, 0x0800
 ICMPV6, NS, NA = 58, 135, 136
 ARP_REPLY_BYTES = 42        # Ethernet and ARP; the MAC pads it
 NA_REPLY_BYTES = 86         # Ethernet, IPv6, the advertisement and its target link-layer option

@@ -1,13 +1,13 @@
 """Register bank: every register of :mod:`mrcnic.regmap`, on the CSR bus."""
 
-from amaranth import Cat, Module, Signal
+from amaranth import C, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access
 
-from .csr_bus import CSRBus
+from .csr_bus import CSRBus, Refusal
 
 __all__ = ["RegisterBank"]
 
@@ -24,7 +24,8 @@ class RegisterBank(wiring.Component):
     Refused accesses change nothing and count in ``global.bus_errors`` (which the bank drives
     itself): an unmapped offset, a write to a register that is not RW or CMD, a value wider than
     the register or above its limit (the table's, or ``limits``), and while a command is pending,
-    a write to it or to an RW register of its block.
+    a write to it or to an RW register of its block. The bus's ``refused`` tells why
+    (:class:`~.csr_bus.Refusal`).
 
     Parameters
     ----------
@@ -66,6 +67,7 @@ class RegisterBank(wiring.Component):
         bus = self.bus
         bus_errors = Signal(32)
         refused = Signal()
+        why_read = Signal(2)
         regs = self._registers
 
         # A block is locked while one of its commands is pending.
@@ -128,40 +130,54 @@ class RegisterBank(wiring.Component):
                 with m.Default():
                     m.d.sync += r_word.eq(0)
                     with m.If(~Cat(*mem_hits).any()):
-                        m.d.comb += refused.eq(1)
+                        m.d.comb += [refused.eq(1), why_read.eq(Refusal.ADDRESS)]
 
         # Writes land only on RW and CMD registers, only when the value fits the width and limit
         # (limits exist only on registers of one word) and the block is not locked.
-        written = []
+        why_write = Signal(2)       # the refusal of a write, when there is one
+        with m.If(bus.w_stb):
+            with m.Switch(bus.addr):
+                for r in regs:
+                    if r.access is Access.MEM:
+                        continue
+                    takes = r.access in (Access.RW, Access.CMD)
+                    port = getattr(self, r.port) if takes else None
+                    limit = self._limits[r.path]
+                    for k in range(r.words):
+                        with m.Case(r.offset + 4 * k):
+                            if not takes:
+                                m.d.comb += why_write.eq(Refusal.ACCESS)
+                                continue
+                            lo, hi = 32 * k, min(32 * (k + 1), r.width)
+                            word = bus.w_data[:hi - lo]
+                            fits = (bus.w_data[hi - lo:] == 0) if hi - lo < 32 else C(1, 1)
+                            if limit < (1 << r.width) - 1:
+                                fits = fits & (word <= limit)
+                            lock = locked.get(r.block, C(0, 1))
+                            with m.If(~fits):
+                                m.d.comb += why_write.eq(Refusal.VALUE)
+                            with m.Elif(lock):
+                                m.d.comb += why_write.eq(Refusal.ACCESS)
+                            with m.Else():
+                                store = port.payload if r.access is Access.CMD else port
+                                m.d.sync += store[lo:hi].eq(word)
+                                if r.access is Access.CMD:
+                                    m.d.sync += port.valid.eq(1)
+                with m.Default():
+                    with m.If(~Cat(*mem_hits).any()):
+                        m.d.comb += why_write.eq(Refusal.ADDRESS)
         for r in regs:
-            if r.access not in (Access.RW, Access.CMD):
-                continue
-            port = getattr(self, r.port)
-            store = port.payload if r.access is Access.CMD else port
-            limit = self._limits[r.path]
-            for k in range(r.words):
-                lo, hi = 32 * k, min(32 * (k + 1), r.width)
-                word = bus.w_data[:hi - lo]
-                fits = (bus.w_data[hi - lo:] == 0) if hi - lo < 32 else 1
-                if limit < (1 << r.width) - 1:
-                    fits = fits & (word <= limit)
-                ok = fits
-                if r.block in locked:
-                    ok = ok & ~locked[r.block]
-                hit = Signal(name=f"write_{r.port}_{k}")
-                m.d.comb += hit.eq(bus.w_stb & (bus.addr == r.offset + 4 * k) & ok)
-                with m.If(hit):
-                    m.d.sync += store[lo:hi].eq(word)
-                    if r.access is Access.CMD:
-                        m.d.sync += port.valid.eq(1)
-                written.append(hit)
             if r.access is Access.CMD:
+                port = getattr(self, r.port)
                 with m.If(port.valid & port.ready):
                     m.d.sync += port.valid.eq(0)
-        written += mem_hits
-        with m.If(bus.w_stb & ~Cat(*written).any()):
+        with m.If(why_write != Refusal.NONE):
             m.d.comb += refused.eq(1)
 
+        # Why the last access was refused, held until the next, for an initiator that answers
+        # for it (the management port).
+        with m.If(bus.r_stb | bus.w_stb):
+            m.d.sync += bus.refused.eq(Mux(bus.r_stb, why_read, why_write))
         with m.If(refused):
             m.d.sync += bus_errors.eq(bus_errors + 1)
         return m

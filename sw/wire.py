@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "Field", "Header", "Opcode", "NackReason", "SackMark", "EndpointOp", "DscpClass",
-    "ETHERNET", "IPV6", "SRH", "UDP", "BTH", "METH", "TSETH", "RETH", "IMMDT", "AETH",
+    "ETHERNET", "IPV6", "IPV4", "SRH", "UDP", "BTH", "METH", "TSETH", "RETH", "IMMDT", "AETH",
     "SETH", "NETH", "PETH", "ERTH", "EETH", "MRC_HEADERS", "ALL_HEADERS",
-    "ROCE_UDP_PORT", "ETHERTYPE_IPV6", "IPPROTO_UDP", "IPPROTO_IPV6", "IPPROTO_ROUTING",
+    "ROCE_UDP_PORT", "ETHERTYPE_IPV6", "ETHERTYPE_IPV4", "ETHERTYPE_ARP", "IPPROTO_UDP", "IPPROTO_IPV6", "IPPROTO_ROUTING",
     "SRH_ROUTING_TYPE", "PROBE_DQP", "ICRC_BYTES", "headers_after_bth", "DATA_OPCODES",
     "TRIMMED_PACKET", "PROBE_QP_FIELD", "ETH_WIRE_OVERHEAD", "ETH_PREAMBLE", "ETH_SFD",
     "ETH_PREAMBLE_BYTES", "ETH_FCS_BYTES", "ETH_IFG_BYTES", "ETH_MIN_FRAME", "ETH_FCS_RESIDUE",
@@ -24,6 +24,8 @@ __all__ = [
 
 ROCE_UDP_PORT = 4791
 ETHERTYPE_IPV6 = 0x86DD
+ETHERTYPE_IPV4 = 0x0800   # the board management port's IPv4
+ETHERTYPE_ARP = 0x0806
 IPPROTO_UDP = 17
 IPPROTO_IPV6 = 41      # IPv6-in-IPv6: the SRv6 outer header's next header
 IPPROTO_ROUTING = 43   # IPv6 routing extension header (the SRH)
@@ -222,6 +224,15 @@ SRH = _h("SRH", "IPv6 Segment Routing Header (RFC 8754), fixed part",
          F("routing_type", 8, "4"), F("segments_left", 8), F("last_entry", 8),
          F("flags", 8), F("tag", 16))
 
+IPV4 = _h("IPV4", "IPv4 (the board management port only)",
+          "Without options (IHL 5) and unfragmented; MRC itself runs over IPv6 alone.",
+          F("version", 4, "4"), F("ihl", 4, "header length in 32-bit words: 5"),
+          F("tos", 8, "DSCP (6) | ECN (2)"), F("total_length", 16, "header and payload, in bytes"),
+          F("id", 16), F("flags", 3, "bit 1: don't fragment, bit 0: more fragments"),
+          F("frag_offset", 13), F("ttl", 8), F("protocol", 8, "17 (UDP)"),
+          F("checksum", 16, "ones' complement of the ones' complement sum of the header's words"),
+          F("src", 32), F("dst", 32))
+
 UDP = _h("UDP", "UDP", "Source port = EV high half; destination port 4791 (RoCEv2).",
          F("sport", 16, "EV bits 31..16"), F("dport", 16, "4791"),
          F("length", 16), F("checksum", 16, "0: RoCEv2 over IPv6 relies on the ICRC"))
@@ -321,9 +332,9 @@ EETH = _h("EETH", "Endpoint Response Transport Header", "36 bytes; opcode 0xD9."
           F("tx_timestamp", 16), F("echo_timestamp", 16), F("resv192", 192, reserved=True))
 
 MRC_HEADERS = (BTH, METH, TSETH, RETH, IMMDT, AETH, SETH, NETH, PETH, ERTH, EETH)
-ALL_HEADERS = (ETHERNET, IPV6, SRH, UDP) + MRC_HEADERS
+ALL_HEADERS = (ETHERNET, IPV6, IPV4, SRH, UDP) + MRC_HEADERS
 
-_EXPECTED_LENGTHS = {"ETHERNET": 14, "IPV6": 40, "SRH": 8, "UDP": 8, "BTH": 12, "METH": 4,
+_EXPECTED_LENGTHS = {"ETHERNET": 14, "IPV6": 40, "IPV4": 20, "SRH": 8, "UDP": 8, "BTH": 12, "METH": 4,
                      "TSETH": 4, "RETH": 16, "IMMDT": 4, "AETH": 4, "SETH": 36, "NETH": 20,
                      "PETH": 16, "ERTH": 16, "EETH": 36}
 for _hdr in ALL_HEADERS:

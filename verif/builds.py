@@ -41,6 +41,14 @@ def register_bank():
                          {"constants": BANK_CONSTANTS, "limits": BANK_LIMITS}, "register_bank")
 
 
+def mgmt_bank():
+    """The management port on a register bank (verif/mgmt_bank.py), at 64 bits."""
+    from mrcnic.verif.mgmt_bank import MgmtBank
+    return harness.build(lambda **kw: AxisTop(MgmtBank(**kw)),
+                         {"width": 64, "constants": BANK_CONSTANTS, "limits": BANK_LIMITS},
+                         "mgmt_bank_w64")
+
+
 #: The NIC configuration the tests, the bench and the demo share.
 NIC_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14, max_frame=4400)
 

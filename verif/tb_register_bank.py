@@ -2,8 +2,9 @@
 
 import cocotb
 import pytest
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, RisingEdge
 
+from mrcnic.hdl.csr_bus import Refusal
 from mrcnic.regclient import AsyncRegisterClient, RegisterError, read_words, write_words
 from mrcnic.regmap import MRCNIC_ID, MRCNIC_VERSION, REGISTERS, Access, by_name
 from mrcnic.verif.tbkit import CsrBus, params, setup
@@ -85,9 +86,14 @@ async def registers_behave_as_the_map_says(dut):
         (by_name("ev.index").offset, limits["ev.index"] + 1),
         (by_name("tx.src_mac").offset + 4, 0x1_0000),       # the top word of a 48-bit register
     ]
-    for offset, value in refused:
+    why = [Refusal.VALUE, Refusal.ACCESS, Refusal.ACCESS, Refusal.ADDRESS, Refusal.VALUE,
+           Refusal.VALUE, Refusal.VALUE, Refusal.VALUE]
+    for (offset, value), want in zip(refused, why, strict=True):
         await bus.write(offset, value)
+        await RisingEdge(dut.clk)
+        assert Refusal(int(dut.bus__refused.value)) is want, f"write {value:#x} at {offset:#x}"
     assert await bus.read(0xFFC) == 0                       # an unmapped read is refused too
+    assert Refusal(int(dut.bus__refused.value)) is Refusal.ADDRESS
     assert await regs.read("global.control") == control
     assert await regs.read("global.id") == MRCNIC_ID
     assert await regs.read("qp.mtu") == mtu
@@ -104,12 +110,15 @@ async def registers_behave_as_the_map_says(dut):
     assert await regs.read("qp.write") == 1
     staged = await regs.read("qp.dqp")
     await bus.write(by_name("qp.dqp").offset, staged ^ 1)
+    await RisingEdge(dut.clk)
+    assert Refusal(int(dut.bus__refused.value)) is Refusal.ACCESS, "a locked block's register"
     await bus.write(cmd.offset, 1)
     assert await regs.read("qp.dqp") == staged
     assert int(dut.qp_write_tdata.value) == 2
     errors += 2
     assert await regs.read("global.bus_errors") == errors
     await regs.write("tpl.block", 0x1234)                     # another block is not locked
+    assert Refusal(int(dut.bus__refused.value)) is Refusal.NONE
     await ClockCycles(dut.clk, 3)
     dut.qp_write_tready.value = 1
     await ClockCycles(dut.clk, 1)

@@ -1,0 +1,504 @@
+"""Management server: the board management protocol of :mod:`mrcnic.mgmt` in gateware, register
+reads and writes over UDP on IPv4 or IPv6, carried out on the CSR bus."""
+
+from amaranth import C, Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from mrcnic import mgmt, regmap
+from mrcnic.wire import ETHERNET, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPPROTO_UDP, IPV4, IPV6, UDP
+
+from .crc32 import crc32_lanes
+from .csr_bus import CSRBus, Refusal
+from .headers import header_bytes, header_view
+from .stream import PacketStream, check_width, keep_count, keep_mask
+
+__all__ = ["MgmtServer", "register_descriptors", "DESCRIPTOR_BITS"]
+
+_U4 = ETHERNET.length + IPV4.length + UDP.length    # where an IPv4 datagram's payload starts
+_U6 = ETHERNET.length + IPV6.length + UDP.length    # and an IPv6 one's
+_HDR = mgmt.HEADER.length
+_MAX_WORDS = max(mgmt.MAX_BURST_WORDS, mgmt.MAX_WIDTH // mgmt.WORD_BITS)
+_TTL = 64
+_DF = 0b010                                         # IPv4 flags: don't fragment
+
+# A register descriptor, one per word of the CSR address space.
+_EXISTS, _WRITABLE = 0, 1
+_K = slice(2, 5)            # which word of its register
+_WIDTH = slice(5, 14)       # the register's width; 0: words only (a MEM register)
+DESCRIPTOR_BITS = 14
+
+
+def register_descriptors(registers=regmap.REGISTERS, addr_width=regmap.ADDR_WIDTH):
+    """For each word of the CSR address space, what the management server checks a request
+    against, packed as the server's ROM holds it: whether a register has that word, whether
+    it takes writes, which of its words it is, and its width."""
+    table = [0] * (1 << (addr_width - 2))
+    for r in registers:
+        writable = r.access in (regmap.Access.RW, regmap.Access.CMD, regmap.Access.MEM)
+        for k in range(r.words):
+            if r.access is regmap.Access.MEM:
+                k_field, width = 0, 0
+            else:
+                if r.words > 8 or r.width > mgmt.MAX_WIDTH:
+                    raise ValueError(f"{r.path}: {r.width} bits is wider than the management "
+                                     f"protocol's {mgmt.MAX_WIDTH}")
+                k_field, width = k, r.width
+            table[(r.offset >> 2) + k] = (1 << _EXISTS | writable << _WRITABLE | k_field << 2
+                                          | width << 5)
+    return table
+
+
+class MgmtServer(wiring.Component):
+    """Serves :mod:`mrcnic.mgmt`'s protocol to the frames on ``i`` (all are taken at once) that
+    are UDP to ``port`` at ``ipv4`` or ``ipv6`` and ``mac``: the same replies, statuses and
+    duplicate rule as :class:`mrcnic.mgmt.MgmtServer` over the register window that
+    ``verif/tb_sim_server.NicRegisters`` describes, on the CSR bus ``bus``.
+
+    * A request is checked in the order the protocol's decoder checks it, then carried out one
+      word at a time (the bank's ``refused`` says why a word was not), and answered on ``o`` to
+      the MAC, address and port it came from.
+    * For each of the ``clients`` most recent clients (address and port) the server keeps its
+      last request's sequence number and a CRC-32 of the request, and the reply: the same
+      request again is answered from that reply and not carried out again.
+    * Dropped and counted in ``dropped``: a frame for us that is not a well-formed request (bad
+      IPv4 header or checksum, IPv4 options or fragments, lengths that disagree, a wrong UDP
+      checksum, a datagram shorter than the header or with another magic, a reply, a frame
+      longer than the largest request). Counted in ``missed``: a request that arrives while
+      another is being served (the client retransmits it).
+
+    Attributes
+    ----------
+    i : In(PacketStream(width));  o : Out(PacketStream(width))
+    bus : Out(CSRBus(addr_width))
+    mac : In(48);  ipv4 : In(32) (0: none);  ipv6 : In(128) (0: none), first byte highest
+    executed, replayed, refused, dropped, missed : Out(32), wrapping
+    """
+
+    def __init__(self, width=64, clients=4, port=mgmt.DEFAULT_PORT,
+                 registers=regmap.REGISTERS, addr_width=regmap.ADDR_WIDTH):
+        self._width = check_width(width)
+        if not isinstance(clients, int) or not 1 <= clients <= 64:
+            raise ValueError(f"clients must be 1 .. 64, not {clients!r}")
+        if not isinstance(port, int) or not 0 < port < 1 << 16:
+            raise ValueError(f"port must be a UDP port 1 .. 65535, not {port!r}")
+        self._clients, self._port = clients, port
+        self._addr_width = addr_width
+        self._rom = register_descriptors(registers, addr_width)
+        super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
+                          "bus": Out(CSRBus(addr_width)),
+                          "mac": In(48), "ipv4": In(32), "ipv6": In(128),
+                          "executed": Out(32), "replayed": Out(32), "refused": Out(32),
+                          "dropped": Out(32), "missed": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        L = self._width // 8
+        NC = self._clients
+        max_frame = _U6 + mgmt.MAX_PACKET
+        depth = -(-max_frame // L)
+        cap_beats = -(-(_U6 + _HDR) // L)
+        cap = cap_beats * L
+        i, o, bus = self.i, self.o, self.bus
+
+        busy = Signal()          # a request is being served
+        accept = Signal()        # the frame judged this cycle is a request to serve
+
+        # ---- Receive: every frame's first bytes into flip-flops, the frame into block RAM
+        # (unless a request is being served), a CRC-32 of its bytes from the first byte an IPv4
+        # datagram's payload could start at, and the ones' complement sum of its 16-bit words
+        # from where an IPv6 datagram's UDP header starts (the part of an IPv4 one before that
+        # is in the flip-flops).
+        m.submodules.frame = frame = Memory(shape=self._width, depth=depth, init=[])
+        fw, fr = frame.write_port(), frame.read_port()
+        buf = Signal(8 * cap)
+        beat = Signal(range(depth + 2))
+        length = Signal(range((depth + 1) * L + 1))
+        storing = Signal()
+        store_now = Signal()
+        crc = Signal(32)
+        acc = Signal(32)
+        ended = Signal()
+        m.d.comb += i.ready.eq(1)
+        m.d.sync += ended.eq(0)
+        first = beat == 0
+        m.d.comb += store_now.eq(Mux(first, ~busy & ~accept, storing))
+        offsets = [Signal(range((depth + 2) * L), name=f"offset{lane}") for lane in range(L)]
+        for lane, off in enumerate(offsets):
+            m.d.comb += off.eq(beat * L + lane)
+        crc_in = Mux(first, 0xFFFF_FFFF, crc)
+        acc_in = Mux(first, 0, acc)
+        crc_out = crc32_lanes(m, crc_in, i.payload.data,
+                              Cat(*[i.payload.keep[lane] & (off >= _U4)
+                                    for lane, off in enumerate(offsets)]), name="fp")
+        words = []
+        for lane in range(0, L, 2):
+            hi = Mux(i.payload.keep[lane], i.payload.data.word_select(lane, 8), 0)
+            lo = Mux(i.payload.keep[lane + 1], i.payload.data.word_select(lane + 1, 8), 0)
+            words.append(Mux(offsets[lane] >= _U6 - UDP.length, Cat(lo, hi), 0))
+        m.d.comb += [fw.addr.eq(beat), fw.data.eq(i.payload.data)]
+        with m.If(i.valid):
+            m.d.sync += [crc.eq(crc_out), acc.eq(acc_in + sum(words))]
+            with m.If(store_now & (beat < depth)):
+                m.d.comb += [fw.en.eq(1)]
+            with m.If(first):
+                m.d.sync += storing.eq(store_now)
+            with m.If(beat < cap_beats):
+                m.d.sync += buf.word_select(beat, 8 * L).eq(i.payload.data)
+            with m.If(beat <= depth):    # past the buffer the length is too long already
+                m.d.sync += [beat.eq(beat + 1),
+                             length.eq(Mux(first, 0, length) + keep_count(m, i.payload.keep))]
+            with m.If(i.payload.last):
+                m.d.sync += [beat.eq(0), ended.eq(1)]
+
+        # ---- Judge the frame that ended last cycle.
+        eth = header_view(buf, ETHERNET, 0)
+        ip4 = header_view(buf, IPV4, ETHERNET.length)
+        ip6 = header_view(buf, IPV6, ETHERNET.length)
+        udp4 = header_view(buf, UDP, ETHERNET.length + IPV4.length)
+        udp6 = header_view(buf, UDP, ETHERNET.length + IPV6.length)
+        is6 = eth.ethertype == ETHERTYPE_IPV6
+        # UDP to our IPv4 address with options or in fragments, where the port cannot be
+        # found, is taken for ours: the board serves nothing else over UDP.
+        unparsed4 = (ip4.ihl != 5) | ip4.flags[0] | (ip4.frag_offset != 0)
+        ours4 = ((eth.ethertype == ETHERTYPE_IPV4) & (self.ipv4 != 0) & (ip4.dst == self.ipv4)
+                 & (ip4.protocol == IPPROTO_UDP) & ((udp4.dport == self._port) | unparsed4))
+        ours6 = (is6 & (self.ipv6 != 0) & (ip6.dst == self.ipv6)
+                 & (ip6.next_header == IPPROTO_UDP) & (udp6.dport == self._port))
+        ours = Signal()
+        m.d.comb += ours.eq((eth.dst == self.mac) & (ours4 | ours6))
+
+        def be16(k):
+            return Cat(buf.word_select(k + 1, 8), buf.word_select(k, 8))
+
+        def fold(value, name):
+            """The ones' complement sum ``value`` folded to 16 bits."""
+            once = Signal(20, name=f"{name}_once")
+            m.d.comb += once.eq(value[:16] + value[16:])
+            twice = Signal(17, name=f"{name}_twice")
+            m.d.comb += twice.eq(once[:16] + once[16:])
+            folded = Signal(16, name=name)
+            m.d.comb += folded.eq(twice[:16] + twice[16])
+            return folded
+
+        ip4_sum = fold(sum(be16(ETHERNET.length + 2 * k) for k in range(10)), "ip4_sum")
+        udp_sum4 = sum(be16(k) for k in range(ETHERNET.length + IPV4.length, _U6 - UDP.length, 2))
+        pseudo4 = (sum(be16(ETHERNET.length + 12 + 2 * k) for k in range(4))
+                   + IPPROTO_UDP + udp4.length)
+        pseudo6 = (sum(be16(ETHERNET.length + 8 + 2 * k) for k in range(16))
+                   + IPPROTO_UDP + udp6.length)
+        sum4 = fold(acc + udp_sum4 + pseudo4, "udp_sum4")
+        sum6 = fold(acc + pseudo6, "udp_sum6")
+        good4 = ((ip4.version == 4) & ~unparsed4 & (ip4_sum == 0xFFFF)
+                 & (ip4.total_length == length - ETHERNET.length)
+                 & (udp4.length == ip4.total_length - IPV4.length)
+                 & (udp4.length >= UDP.length)
+                 & ((udp4.checksum == 0) | (sum4 == 0xFFFF)))
+        good6 = ((ip6.version == 6) & (ip6.payload_length == length - ETHERNET.length
+                                       - IPV6.length)
+                 & (udp6.length == ip6.payload_length) & (udp6.length >= UDP.length)
+                 & (udp6.checksum != 0) & (sum6 == 0xFFFF))
+        good = Signal()
+        m.d.comb += good.eq(Mux(is6, good6, good4) & (length <= depth * L))
+
+        judged = Signal()
+        m.d.comb += judged.eq(ended & ours)
+        with m.If(judged & ~good):
+            m.d.sync += self.dropped.eq(self.dropped + 1)
+        with m.If(judged & good & (busy | ~storing)):
+            m.d.sync += self.missed.eq(self.missed + 1)
+        m.d.comb += accept.eq(judged & good & ~busy & storing)
+
+        # ---- What serving a request needs of it, kept while the next frames come in.
+        r6 = Signal()
+        r_mac = Signal(48)
+        r_ip = Signal(128)
+        r_port = Signal(16)
+        r_len = Signal(16)            # the datagram's payload, in bytes
+        r_crc = Signal(32)
+        r_hdr = Signal(8 * _HDR)      # the request's management header, as bytes
+        with m.If(accept):
+            m.d.sync += [r6.eq(is6), r_mac.eq(eth.src),
+                         r_ip.eq(Mux(is6, ip6.src, ip4.src)),
+                         r_port.eq(Mux(is6, udp6.sport, udp4.sport)),
+                         r_len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
+                         r_crc.eq(crc),
+                         r_hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
+                                      buf[8 * _U4:8 * (_U4 + _HDR)]))]
+        req = header_view(r_hdr, mgmt.HEADER, 0, reserved=True)
+
+        # ---- Decode: the protocol's checks, in its decoder's order.
+        Op, St = mgmt.Opcode, mgmt.Status
+        single = (req.opcode == Op.READ) | (req.opcode == Op.WRITE)
+        burst = (req.opcode == Op.READ_BURST) | (req.opcode == Op.WRITE_BURST)
+        writes = (req.opcode == Op.WRITE) | (req.opcode == Op.WRITE_BURST)
+        need = Signal(9)
+        m.d.comb += need.eq((req.width + 31) >> 5)
+        data_words = Mux(writes, req.count, 0)
+        end = Cat(req.addr, C(0, 2)) + Cat(C(0, 2), req.count)
+        drop = Signal()
+        status = Signal(3)
+        m.d.comb += drop.eq((r_len < _HDR) | (req.magic != mgmt.MAGIC) | req.reply)
+        with m.If(req.version != mgmt.VERSION):
+            m.d.comb += status.eq(St.BAD_VERSION)
+        with m.Elif(~single & ~burst):
+            m.d.comb += status.eq(St.BAD_OPCODE)
+        with m.Elif(single & ((req.width == 0) | (req.width > mgmt.MAX_WIDTH)
+                              | (req.count != need))):
+            m.d.comb += status.eq(St.BAD_LENGTH)
+        with m.Elif(burst & ((req.width != mgmt.WORD_BITS) | (req.count == 0)
+                             | (req.count > mgmt.MAX_BURST_WORDS))):
+            m.d.comb += status.eq(St.BAD_LENGTH)
+        with m.Elif((req.addr[:2] != 0) | (end > (1 << 32))):
+            m.d.comb += status.eq(St.BAD_ADDRESS)
+        with m.Elif(r_len != _HDR + 4 * data_words):
+            m.d.comb += status.eq(St.BAD_LENGTH)
+
+        # ---- Fetching request data word ``k`` from the frame in block RAM, a byte a cycle.
+        base = Mux(r6, _U6 + _HDR, _U4 + _HDR)
+        fk = Signal(9)                 # the word
+        fb = Signal(3)                 # bytes asked for so far
+        fword = Signal(32)
+        lane = Signal(range(L))
+        at = Signal(range(depth * L + 4 * _MAX_WORDS + _U6))
+        m.d.comb += [at.eq(base + Cat(fb[:2], fk)), fr.addr.eq(at // L)]
+        m.d.sync += lane.eq(at % L)
+
+        # ---- Clients: address, port, last sequence number, CRC, the reply's status and data sum,
+        # and when each was last served (the one served longest ago makes way).
+        ckey = [Signal(1 + 128 + 16, name=f"client{c}_key") for c in range(NC)]
+        cvalid = Signal(NC)
+        cseq = [Signal(32, name=f"client{c}_seq") for c in range(NC)]
+        ccrc = [Signal(32, name=f"client{c}_crc") for c in range(NC)]
+        cstatus = [Signal(3, name=f"client{c}_status") for c in range(NC)]
+        csum = [Signal(32, name=f"client{c}_sum") for c in range(NC)]
+        cused = [Signal(32, name=f"client{c}_used") for c in range(NC)]
+        clock = Signal(32)             # requests carried out
+        key = Cat(r_ip, r_port, r6)
+        hit = Signal(NC)
+        m.d.comb += hit.eq(Cat(*[cvalid[c] & (ckey[c] == key) for c in range(NC)]))
+        slot = Signal(range(NC))
+        # The victim: a free slot, else the least recently used.
+        victim = Signal(range(NC))
+        # A free slot counts as used at 0, before any request was carried out.
+        best, best_used = Const(0, range(NC)), Mux(cvalid[0], cused[0], 0)
+        for c in range(1, NC):
+            used = Mux(cvalid[c], cused[c], 0)
+            best, best_used = Mux(used < best_used, c, best), Mux(used < best_used, used, best_used)
+        m.d.comb += victim.eq(best)
+        for c in range(NC):
+            with m.If(hit[c]):
+                m.d.comb += slot.eq(c)
+
+        # Reply data, a block of words per client.
+        m.submodules.replies = replies = Memory(shape=32, depth=NC * _MAX_WORDS, init=[])
+        rw, rr = replies.write_port(), replies.read_port()
+        # Register descriptors.
+        m.submodules.rom = rom = Memory(shape=DESCRIPTOR_BITS, depth=len(self._rom),
+                                        init=self._rom)
+        dr = rom.read_port()
+
+        # ---- Serving.
+        k = Signal(9)                  # the word being carried out
+        cur = Signal(range(NC))        # the client's slot
+        out_status = Signal(3)
+        out_data = Signal()            # the reply carries data words
+        dsum = Signal(32)              # their 16-bit words' sum
+        waddr = Signal(32)
+        m.d.comb += waddr.eq(req.addr + Cat(C(0, 2), k))
+        in_range = waddr[self._addr_width:] == 0
+        desc = dr.data
+        m.d.comb += dr.addr.eq(waddr[2:self._addr_width])
+        last_bits = Signal(6)          # bits of the last word of a single access
+        m.d.comb += last_bits.eq(req.width - 32 * (need - 1))
+        reading = (req.opcode == Op.READ) | (req.opcode == Op.READ_BURST)
+        fetching = Signal()
+        byte_in = fr.data.word_select(lane, 8)
+        with m.If(fetching & (fb != 5)):
+            m.d.sync += fb.eq(fb + 1)
+            with m.If(fb != 0):
+                m.d.sync += fword.eq(Cat(byte_in, fword[:24]))
+
+        # The reply's headers; the checksums are taken a cycle before the first byte goes out.
+        udp_len = Signal(16)
+        m.d.comb += udp_len.eq(UDP.length + _HDR + Mux(out_data, Cat(C(0, 2), req.count), 0))
+        ip_check = Signal(16)
+        udp_check = Signal(16)
+        eth_b = header_bytes({"dst": r_mac, "src": self.mac,
+                              "ethertype": Mux(r6, ETHERTYPE_IPV6, ETHERTYPE_IPV4)}, ETHERNET)
+        mg_b = header_bytes({"magic": mgmt.MAGIC, "version": mgmt.VERSION, "reply": 1,
+                             "opcode": req.opcode, "seq": req.seq, "addr": req.addr,
+                             "width": req.width, "count": req.count, "status": out_status},
+                            mgmt.HEADER)
+        ip4_fields = {"version": 4, "ihl": 5, "total_length": IPV4.length + udp_len,
+                      "flags": _DF, "ttl": _TTL, "protocol": IPPROTO_UDP, "src": self.ipv4,
+                      "dst": r_ip[:32]}
+        ip4_b = header_bytes({**ip4_fields, "checksum": ip_check}, IPV4)
+        ip6_b = header_bytes({"version": 6, "payload_length": udp_len,
+                              "next_header": IPPROTO_UDP, "hop_limit": _TTL, "src": self.ipv6,
+                              "dst": r_ip}, IPV6)
+        udp_b = header_bytes({"sport": self._port, "dport": r_port, "length": udp_len,
+                              "checksum": udp_check}, UDP)
+        v4 = Cat(eth_b, ip4_b, udp_b, mg_b)
+        v6 = Cat(eth_b, ip6_b, udp_b, mg_b)
+
+        def words16(v):
+            return [Cat(v.word_select(2 * j + 1, 8), v.word_select(2 * j, 8))
+                    for j in range(len(v) // 16)]
+
+        ip4_zero = header_bytes(ip4_fields, IPV4)
+        ip_sum = fold(sum(words16(ip4_zero)), "reply_ip_sum")
+        ports = [C(self._port, 16), r_port, udp_len, udp_len, C(IPPROTO_UDP, 16)]
+        common = sum(ports + words16(mg_b)) + Mux(out_data, dsum, 0)
+        def halves(v):
+            return [v.word_select(j, 16) for j in range(len(v) // 16)]
+        pseudo = Mux(r6, sum(halves(self.ipv6) + halves(r_ip)),
+                     sum(halves(self.ipv4) + halves(r_ip[:32])))
+        udp_sum = fold(common + pseudo, "reply_udp_sum")
+
+        # The reply goes out a byte a cycle into beats.
+        hlen = Mux(r6, _U6 + _HDR, _U4 + _HDR)
+        n = Signal(range(_U6 + _HDR + 4 * _MAX_WORDS + 1))
+        total = Signal.like(n)
+        adv = Signal()
+        ob = Signal(8 * L)
+        olane = Signal(range(L))
+        ocount = Signal(range(L + 1))
+        ovalid = Signal()
+        olast = Signal()
+        n_next = n + adv
+        j_next = Signal(16)
+        m.d.comb += [j_next.eq(n_next - hlen), rr.addr.eq(Cat(j_next[2:10], cur))]
+        j = Signal(2)
+        m.d.comb += j.eq(n - hlen)
+        byte = Signal(8)
+        with m.If(n < hlen):
+            m.d.comb += byte.eq(Mux(r6, v6.word_select(n, 8), v4.word_select(n, 8)))
+        with m.Else():
+            m.d.comb += byte.eq(rr.data.word_select(~j, 8))    # big-endian words
+        m.d.comb += [o.valid.eq(ovalid), o.payload.data.eq(ob), o.payload.last.eq(olast),
+                     o.payload.keep.eq(keep_mask(m, ocount, L))]
+        with m.If(ovalid & o.ready):
+            m.d.sync += ovalid.eq(0)
+        is_last = n == total - 1
+        with m.If(adv):
+            with m.If(olane == 0):
+                m.d.sync += ob.eq(byte)
+            with m.Else():
+                m.d.sync += ob.word_select(olane, 8).eq(byte)
+            with m.If((olane == L - 1) | is_last):
+                m.d.sync += [ovalid.eq(1), olast.eq(is_last), ocount.eq(olane + 1), olane.eq(0)]
+            with m.Else():
+                m.d.sync += olane.eq(olane + 1)
+            m.d.sync += n.eq(n + 1)
+
+        def done(st, data):
+            return [out_status.eq(st), out_data.eq(data)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(accept):
+                    m.d.sync += busy.eq(1)
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.d.sync += [k.eq(0), fk.eq(need - 1), fb.eq(0)]
+                with m.If(drop):
+                    m.d.sync += [self.dropped.eq(self.dropped + 1), busy.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(status != St.OK):
+                    m.d.sync += [*done(status, 0), self.refused.eq(self.refused + 1)]
+                    m.next = "PREP"
+                with m.Elif(req.opcode == Op.WRITE):
+                    m.next = "CHECK_VALUE"
+                with m.Else():
+                    m.next = "LOOKUP"
+            with m.State("CHECK_VALUE"):
+                # A WRITE's value must fit its width: only its last word can have bits above.
+                m.d.comb += fetching.eq(1)
+                with m.If(fb == 5):
+                    with m.If((fword >> last_bits) != 0):
+                        m.d.sync += [*done(St.BAD_VALUE, 0), self.refused.eq(self.refused + 1)]
+                        m.next = "PREP"
+                    with m.Else():
+                        m.next = "LOOKUP"
+            with m.State("LOOKUP"):
+                replay = Signal()
+                kept = Signal(3)
+                for c in range(NC):
+                    with m.If(hit[c] & (cseq[c] == req.seq) & (ccrc[c] == r_crc)):
+                        m.d.comb += [replay.eq(1), kept.eq(cstatus[c])]
+                        m.d.sync += dsum.eq(csum[c])
+                m.d.sync += [cur.eq(Mux(hit.any(), slot, victim)), k.eq(0), fk.eq(0), fb.eq(0)]
+                with m.If(replay):
+                    m.d.sync += [*done(kept, reading & (kept == St.OK)),
+                                 self.replayed.eq(self.replayed + 1)]
+                    m.next = "PREP"
+                with m.Else():
+                    m.d.sync += [dsum.eq(0), out_status.eq(St.OK)]
+                    m.next = "LOOK"
+            with m.State("LOOK"):
+                # Word k's descriptor arrives next cycle; a write's data word is fetched meanwhile.
+                m.d.comb += fetching.eq(writes)
+                with m.If(~writes | (fb == 5)):
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                exists = in_range & desc[_EXISTS]
+                shape_ok = (req.width == 32) | (desc[_K] == 0) & (desc[_WIDTH] == req.width)
+                with m.If(~exists):
+                    m.d.sync += out_status.eq(St.BAD_ADDRESS)
+                    m.next = "RECORD"
+                with m.Elif(single & (k == 0) & ~shape_ok):
+                    m.d.sync += out_status.eq(St.BAD_LENGTH)
+                    m.next = "RECORD"
+                with m.Elif(writes & ~desc[_WRITABLE]):
+                    m.d.sync += out_status.eq(St.DENIED)
+                    m.next = "RECORD"
+                with m.Else():
+                    m.d.comb += [bus.addr.eq(waddr), bus.w_data.eq(fword),
+                                 bus.r_stb.eq(reading), bus.w_stb.eq(writes)]
+                    m.next = "RESULT"
+            with m.State("RESULT"):
+                word = Signal(32)
+                m.d.comb += word.eq(bus.r_data)
+                with m.If(single & (k == need - 1)):
+                    m.d.comb += word.eq(bus.r_data & ~(Const(0xFFFF_FFFF, 32) << last_bits))
+                with m.If(bus.refused == Refusal.ADDRESS):
+                    m.d.sync += out_status.eq(St.BAD_ADDRESS)
+                    m.next = "RECORD"
+                with m.Elif(bus.refused == Refusal.ACCESS):
+                    m.d.sync += out_status.eq(St.DENIED)
+                    m.next = "RECORD"
+                with m.Elif(bus.refused == Refusal.VALUE):
+                    m.d.sync += out_status.eq(St.BAD_VALUE)
+                    m.next = "RECORD"
+                with m.Else():
+                    with m.If(reading):
+                        m.d.comb += [rw.addr.eq(Cat(k[:8], cur)), rw.data.eq(word),
+                                     rw.en.eq(1)]
+                        m.d.sync += dsum.eq(dsum + word[:16] + word[16:])
+                    m.d.sync += [k.eq(k + 1), fk.eq(k + 1), fb.eq(0)]
+                    with m.If(k + 1 == req.count):
+                        m.next = "RECORD"
+                    with m.Else():
+                        m.next = "LOOK"
+            with m.State("RECORD"):
+                for c in range(NC):
+                    with m.If(cur == c):
+                        m.d.sync += [ckey[c].eq(key), cvalid[c].eq(1), cseq[c].eq(req.seq),
+                                     ccrc[c].eq(r_crc), cstatus[c].eq(out_status),
+                                     csum[c].eq(dsum), cused[c].eq(clock + 1)]
+                m.d.sync += [clock.eq(clock + 1), self.executed.eq(self.executed + 1),
+                             out_data.eq(reading & (out_status == St.OK))]
+                m.next = "PREP"
+            with m.State("PREP"):
+                check = ~udp_sum
+                m.d.sync += [ip_check.eq(~ip_sum), udp_check.eq(Mux(check == 0, 0xFFFF, check)),
+                             n.eq(0), total.eq(hlen + Mux(out_data, Cat(C(0, 2), req.count), 0))]
+                m.next = "SEND"
+            with m.State("SEND"):
+                m.d.comb += adv.eq(~ovalid | o.ready)
+                with m.If(adv & is_last):
+                    m.d.sync += busy.eq(0)
+                    m.next = "IDLE"
+        return m
