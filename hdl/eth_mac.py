@@ -4,6 +4,7 @@ from amaranth import DomainRenamer, Module
 from amaranth.lib import cdc, fifo, wiring
 from amaranth.lib.wiring import In, Out
 
+from mrcnic import regmap
 from mrcnic.wire import ETH_IFG_BYTES
 
 from .mac_rx import MAC_RX_COUNTERS, MacRx
@@ -14,9 +15,11 @@ from .stream import PacketStream, check_width, packet_layout
 
 __all__ = ["EthMac", "MAC_COUNTERS"]
 
-#: the MAC's counters, each a 32-bit output that wraps: MacRx's, prefixed rx_, then the sender's
-MAC_COUNTERS = tuple(f"rx_{n}" for n in MAC_RX_COUNTERS) + ("tx_frames", "tx_bytes",
-                                                             "tx_underruns")
+#: the MAC's counters, each a 32-bit output that wraps, as the register map lists them: MacRx's,
+#: prefixed rx_, then the sender's
+MAC_COUNTERS = tuple(regmap.MAC_COUNTERS)
+if MAC_COUNTERS[:len(MAC_RX_COUNTERS)] != tuple(f"rx_{n}" for n in MAC_RX_COUNTERS):
+    raise AssertionError("the register map's MAC counters must list the receive ones first")
 
 
 class EthMac(wiring.Component):

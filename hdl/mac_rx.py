@@ -6,6 +6,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from mrcnic.regmap import MAC_COUNTERS
 from mrcnic.wire import ETH_FCS_BYTES, ETH_MIN_FRAME
 
 from .rgmii_rx import RxError, rx_beat_layout
@@ -13,9 +14,8 @@ from .stream import PacketStream, check_width, keep_count, packet_layout
 
 __all__ = ["MacRx", "MAC_RX_COUNTERS"]
 
-#: what MacRx counts, each a 32-bit output that wraps
-MAC_RX_COUNTERS = ("frames", "bytes", "fcs_errors", "phy_errors", "runts", "oversize",
-                   "overflows")
+#: what MacRx counts, each a 32-bit output that wraps: the register map's receive counters
+MAC_RX_COUNTERS = tuple(n.removeprefix("rx_") for n in MAC_COUNTERS if n.startswith("rx_"))
 
 
 class MacRx(wiring.Component):

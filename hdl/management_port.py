@@ -1,22 +1,22 @@
 """Management port: a board's address on the network, answering neighbour discovery and the
 board management protocol from the frames of one Ethernet port."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic import mgmt, regmap
 
 from .csr_bus import CSRBus
+from .frame_merge import FrameMerge
 from .mgmt_server import MgmtServer
 from .neighbour_responder import NeighbourResponder
 from .stream import PacketStream, check_width
 
 __all__ = ["ManagementPort", "MGMT_PORT_COUNTERS"]
 
-#: The counters, as the port names them: the neighbour responder's, then the server's.
-MGMT_PORT_COUNTERS = ("arp_replies", "nd_replies", "nd_bad", "nd_missed", "executed",
-                      "replayed", "refused", "dropped", "missed")
+#: The counters, as the register map names them: the neighbour responder's, then the server's.
+MGMT_PORT_COUNTERS = tuple(regmap.MGMT_COUNTERS)
 
 
 class ManagementPort(wiring.Component):
@@ -57,25 +57,9 @@ class ManagementPort(wiring.Component):
         for name in ("executed", "replayed", "refused", "dropped", "missed"):
             m.d.comb += getattr(self, name).eq(getattr(srv, name))
 
-        # The replies, a frame at a time: the one whose frame is under way keeps the output,
-        # and between frames the other one goes first if it has a frame waiting.
-        outs = (nd.o, srv.o)
-        sel = Signal()              # whose frame goes out
-        mid = Signal()              # a frame is under way
-        pick = Signal()
-        m.d.comb += pick.eq(sel)
-        mine = Mux(sel, srv.o.valid, nd.o.valid)
-        other = Mux(sel, nd.o.valid, srv.o.valid)
-        with m.If(~mid & ~mine & other):
-            m.d.comb += pick.eq(~sel)
-        for n, src in enumerate(outs):
-            with m.If(pick == n):
-                m.d.comb += [self.o.valid.eq(src.valid), self.o.payload.eq(src.payload),
-                             src.ready.eq(self.o.ready)]
-        with m.If(self.o.valid & self.o.ready):
-            m.d.sync += [mid.eq(~self.o.payload.last), sel.eq(pick)]
-            with m.If(self.o.payload.last):
-                m.d.sync += sel.eq(~pick)
-        with m.Elif(self.o.valid):
-            m.d.sync += [mid.eq(1), sel.eq(pick)]      # an offered beat stays offered
+        # The replies leave whole, one at a time.
+        m.submodules.merge = merge = FrameMerge(self._width)
+        wiring.connect(m, nd.o, merge.i0)
+        wiring.connect(m, srv.o, merge.i1)
+        wiring.connect(m, merge.o, wiring.flipped(self.o))
         return m

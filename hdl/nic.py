@@ -4,7 +4,7 @@ from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.regmap import CC_PARAMS, MAX_PLANES, REL_COUNTERS, TX_ERROR_REASONS, by_name
+from mrcnic.regmap import CC_PARAMS, MAX_PLANES, NIC_REGISTERS, REL_COUNTERS, TX_ERROR_REASONS, by_name
 
 from .cc_profile_table import CcProfileTable
 from .completion_queue import CompletionQueue
@@ -123,7 +123,8 @@ class Nic(wiring.Component):
                     "ev.index": evs - 1, "tpl.write": templates - 1, "qp.template": templates - 1,
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1,
                     "ep.qp": qps - 1, "ep.entry": evs - 1, "qp.cc_profile": cc_profiles - 1,
-                    "cc.write": cc_profiles - 1, "path.qp": qps - 1, "path.entry": evs - 1})
+                    "cc.write": cc_profiles - 1, "path.qp": qps - 1, "path.entry": evs - 1},
+            registers=NIC_REGISTERS)
         members = {
             "bus": In(CSRBus()),
             "wr": In(stream.Signature(work_request_layout())),

@@ -467,9 +467,26 @@ def _register_names(names) -> list[regmap.Register]:
     return out
 
 
+def _is_board(dev) -> bool:
+    """Whether the target is a board (it has the registers a board adds around the NIC)."""
+    from . import mgmt
+    try:
+        dev.read(regmap.BOARD_REGISTERS[0].path)
+    except mgmt.StatusError as e:
+        if e.status is not mgmt.Status.BAD_ADDRESS:
+            raise _Refused(f"the NIC refused {regmap.BOARD_REGISTERS[0].path}: "
+                           f"{e.status.name}", 1) from None
+        return False
+    except mgmt.Unreachable as e:
+        raise _Refused(f"the target stopped answering: {e}") from None
+    return True
+
+
 def _cmd_regs_show(args) -> int:
     regs = _register_names(args.names)
     with _device(args) as dev:
+        if not args.names and not _is_board(dev):    # all the registers this target has
+            regs = [r for r in regs if r.block not in regmap.BOARD_BLOCKS]
         values = [_nic_call(dev.read, r.path) for r in regs]
     rows = [{"offset": r.offset, "name": r.path, "width": r.width, "access": r.access.value,
              "value": v} for r, v in zip(regs, values, strict=True)]

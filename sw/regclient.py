@@ -19,7 +19,7 @@ from collections.abc import Generator
 from typing import Any
 
 from .mgmt import MAX_BURST_WORDS
-from .regmap import REGISTERS, Access, Register, by_name
+from .regmap import NIC_REGISTERS, Access, Register, by_name
 
 __all__ = ["RegisterError", "RegisterClient", "AsyncRegisterClient", "Program", "read", "write",
            "command", "dump", "check_write", "read_words", "write_words"]
@@ -105,10 +105,11 @@ def write_words(path: str, first: int, words) -> Program:
         yield ("wb", reg.offset + 4 * first, words)
 
 
-def dump() -> Program:
-    """Every register but the commands and the MEM ones."""
+def dump(registers=NIC_REGISTERS) -> Program:
+    """Every register but the commands and the MEM ones: the NIC's, by default (a board adds
+    regmap.BOARD_REGISTERS around it)."""
     out = {}
-    for r in REGISTERS:
+    for r in registers:
         if r.access not in (Access.CMD, Access.MEM):
             out[r.path] = yield from read(r.path)
     return out

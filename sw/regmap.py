@@ -31,7 +31,8 @@ __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by
            "by_offset", "ADDR_WIDTH", "BUS_ERRORS", "MAX_PLANES", "USID_WORDS",
            "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
            "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "STORE_WORDS",
-           "CC_PARAMS", "unpack", "pack", "commands", "memories"]
+           "CC_PARAMS", "unpack", "pack", "commands", "memories", "MAC_COUNTERS",
+           "MGMT_COUNTERS", "BOARD_PLANES", "BOARD_BLOCKS", "NIC_REGISTERS", "BOARD_REGISTERS"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0003  # major.minor in the two halves
@@ -524,6 +525,62 @@ STORE_WORDS = 1024
 
 # What the host keeps on the NIC, so that every program driving it sees the same: the
 # controller's profiles and the bindings of QPs to them (sw/store.py lays the words out).
+#: What a board's Ethernet MAC counts, per port (hdl/eth_mac.py names its outputs so).
+MAC_COUNTERS = {
+    "rx_frames": "good frames received and passed on",
+    "rx_bytes": "bytes of those frames, FCS not counted",
+    "rx_fcs_errors": "frames dropped for a wrong FCS",
+    "rx_phy_errors": "frames dropped for a PHY error (RX_ER) or no preamble and SFD",
+    "rx_runts": "frames dropped for being shorter than 64 bytes",
+    "rx_oversize": "frames dropped for being longer than the MAC's largest frame",
+    "rx_overflows": "frames dropped because the receive buffer was full",
+    "tx_frames": "frames sent",
+    "tx_bytes": "bytes of those frames, padding included, FCS not",
+    "tx_underruns": "frames cut short (ended with TX_ER) because their data came too late",
+}
+#: What a board's management port counts (hdl/management_port.py names its outputs so).
+MGMT_COUNTERS = {
+    "arp_replies": "ARP requests for the board's IPv4 address answered",
+    "nd_replies": "IPv6 neighbour solicitations for its IPv6 address answered",
+    "nd_bad": "neighbour solicitations dropped: a wrong checksum, or too long to look at",
+    "nd_missed": "ARP requests and solicitations not answered: two replies were already due",
+    "executed": "management requests carried out (whatever their status)",
+    "replayed": "retransmitted requests answered from the reply they had",
+    "refused": "requests answered with the status of the rule they break, not carried out",
+    "dropped": "frames for the management port that were no well-formed request",
+    "missed": "requests that arrived while another was being served (not answered)",
+}
+BOARD_PLANES = 2              # Ethernet ports a board has counters for
+#: The blocks only a board has, around the NIC: its address range is theirs alone.
+BOARD_BLOCKS = ("board", "gen", "chk", "mac", "mgmt")
+
+
+def _board_registers():
+    regs = [_r("board", "mem_size", 0xC00, 32, "CONST", 0,
+               "Bytes of on-chip memory standing in for host memory, from address 0 (a build "
+               "parameter).")]
+    for block, base, what in (("gen", 0xC10, "writes"), ("chk", 0xC30, "checks")):
+        regs += [
+            _r(block, "addr", base, 64, "RW", 0, f"First byte of the region it {what}."),
+            _r(block, "length", base + 0x8, 32, "RW", 0, "Bytes of the region."),
+            _r(block, "seed", base + 0xC, 32, "RW", 0,
+               "Seed of the pattern (sw/pattern.py)."),
+            _r(block, "start", base + 0x10, 1, "CMD", 0,
+               "Write 1: start; pending until done (the block's registers hold still till then)."),
+            _r(block, "error", base + 0x14, 1, "RO", 0,
+               "The memory refused the last run's access."),
+        ]
+    regs.append(_r("chk", "bad", 0xC48, 32, "RO", 0,
+                   "Bytes of the region that differed from the pattern at the last check."))
+    for p in range(BOARD_PLANES):
+        regs += [_r("mac", f"{name}_p{p}", 0xC80 + 0x40 * p + 4 * i, 32, "RO", 0,
+                    f"Port {p}: {doc}.")
+                 for i, (name, doc) in enumerate(MAC_COUNTERS.items())]
+    regs += [_r("mgmt", name, 0xD00 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+             for i, (name, doc) in enumerate(MGMT_COUNTERS.items())]
+    return tuple(regs)
+
+
 _STORE = (
     _r("store", "data", 0x1000, 32 * STORE_WORDS, "MEM", 0,
        f"{STORE_WORDS} words of block RAM the NIC keeps for its host software (the datapath "
@@ -563,8 +620,11 @@ REGISTERS: tuple[Register, ...] = (
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
     *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_REL,
     *_cc_registers(_REL), *_NET, *_WQ, *_CQ, *_MEM, *_EVQ, *_EP, *_PATH,
-    *_STORE,
+    *_STORE, *_board_registers(),
 )
+#: The NIC's own registers (its register bank), and those a board adds around it.
+NIC_REGISTERS = tuple(r for r in REGISTERS if r.block not in BOARD_BLOCKS)
+BOARD_REGISTERS = tuple(r for r in REGISTERS if r.block in BOARD_BLOCKS)
 
 
 def _check(regs):

@@ -49,6 +49,22 @@ def mgmt_bank():
                          "mgmt_bank_w64")
 
 
+def board(planes=2):
+    """A board NIC (hdl/board_nic.py) at its pins, in the boards' NIC configuration, with the
+    management addresses verif/tb_board.py uses."""
+    from mrcnic.boards.synth import BOARD_NIC
+    from mrcnic.verif.board_pins import BoardPins, board_domains
+    return harness.build(
+        lambda **kw: AxisTop(BoardPins(**kw), domains=board_domains(kw["planes"])),
+        {"width": 64, "planes": planes, "nic": BOARD_NIC, "mem_size": 1 << 16,
+         "max_frame": BOARD_NIC["max_frame"], **BOARD_ADDRESSES}, f"board_p{planes}")
+
+
+#: The management addresses of the simulated board (and of a bitstream built without others).
+BOARD_ADDRESSES = {"mac": 0x02_4D_52_43_00_01, "ipv4": 0xC0A8_0702,   # 192.168.7.2
+                   "ipv6": 0xFD00_0007 << 96 | 2}                      # fd00:7::2
+
+
 #: The NIC configuration the tests, the bench and the demo share.
 NIC_CONFIG = dict(qps=4, evs=16, planes=2, spines=4, templates=4, max_usids=14, max_frame=4400)
 

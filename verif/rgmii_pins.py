@@ -14,7 +14,36 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic.hdl.eth_mac import EthMac
 
-__all__ = ["RgmiiPins"]
+__all__ = ["RgmiiPins", "ddr_models"]
+
+
+def ddr_models(m, ddr, pins, rx_domain, tx_domain, ddr_prefix="ddr_", pin_prefix="rgmii_"):
+    """Models of the DDR buffers between ``pins`` (``<pin_prefix>rxd``, ``rx_ctl``, ``txd``,
+    ``tx_ctl``) and ``ddr``'s DDR-side ports (``<ddr_prefix>rx_data``, ``rx_ctl``, ``tx_data``,
+    ``tx_ctl``), clocked by ``rx_domain`` and ``tx_domain``."""
+    def pin(name):
+        return getattr(pins, pin_prefix + name)
+
+    def port(name):
+        return getattr(ddr, ddr_prefix + name)
+
+    # Input DDR: both edges of the receive clock.
+    fall_domain = f"{rx_domain}_fall"
+    m.domains += ClockDomain(fall_domain, clk_edge="neg", local=True)
+    m.d.comb += ClockSignal(fall_domain).eq(ClockSignal(rx_domain))
+    inputs = Cat(pin("rxd"), pin("rx_ctl"))
+    rise, fall = Signal(5), Signal(5)
+    m.d[rx_domain] += rise.eq(inputs)
+    m.d[fall_domain] += fall.eq(inputs)
+    m.d[rx_domain] += [port("rx_data").eq(Cat(rise[:4], fall[:4])),
+                       port("rx_ctl").eq(Cat(rise[4], fall[4]))]
+
+    # Output DDR: the rising edge's half while the clock is high, the falling edge's after.
+    out = Signal(10)
+    m.d[tx_domain] += out.eq(Cat(port("tx_data")[:4], port("tx_ctl")[0],
+                                 port("tx_data")[4:], port("tx_ctl")[1]))
+    half = Mux(ClockSignal(tx_domain), out[:5], out[5:])
+    m.d.comb += Cat(pin("txd"), pin("tx_ctl")).eq(half)
 
 
 class RgmiiPins(wiring.Component):
@@ -50,20 +79,5 @@ class RgmiiPins(wiring.Component):
         wiring.connect(m, mac.rx, wiring.flipped(self.rx))
         wiring.connect(m, wiring.flipped(self.tx), mac.tx)
 
-        # Input DDR: both edges of eth_rx's clock.
-        m.domains.eth_rx_fall = ClockDomain("eth_rx_fall", clk_edge="neg", local=True)
-        m.d.comb += ClockSignal("eth_rx_fall").eq(ClockSignal("eth_rx"))
-        pins = Cat(self.rgmii_rxd, self.rgmii_rx_ctl)
-        rise, fall = Signal(5), Signal(5)
-        m.d.eth_rx += rise.eq(pins)
-        m.d.eth_rx_fall += fall.eq(pins)
-        m.d.eth_rx += [mac.ddr_rx_data.eq(Cat(rise[:4], fall[:4])),
-                       mac.ddr_rx_ctl.eq(Cat(rise[4], fall[4]))]
-
-        # Output DDR: the rising edge's half while the clock is high, the falling edge's after.
-        out = Signal(10)
-        m.d.eth_tx += out.eq(Cat(mac.ddr_tx_data[:4], mac.ddr_tx_ctl[0],
-                                 mac.ddr_tx_data[4:], mac.ddr_tx_ctl[1]))
-        half = Mux(ClockSignal("eth_tx"), out[:5], out[5:])
-        m.d.comb += Cat(self.rgmii_txd, self.rgmii_tx_ctl).eq(half)
+        ddr_models(m, mac, self, "eth_rx", "eth_tx")
         return m

@@ -56,7 +56,7 @@ class NicRegisters:
     @staticmethod
     def _register(addr: int, width: int) -> regmap.Register:
         reg = regmap.by_offset(addr)
-        if reg is None:
+        if reg is None or reg.block in regmap.BOARD_BLOCKS:    # a board's, not a NIC's
             raise KeyError(addr)
         if width != 32 and (addr, width) != (reg.offset, reg.width):
             raise AccessError(Status.BAD_LENGTH, f"{reg.path} is {reg.width} bits at "

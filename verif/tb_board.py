@@ -1,0 +1,218 @@
+"""cocotb test of a board NIC at its RGMII pins, driven by a Linux host over its port 0.
+
+The host is real: a network namespace (verif/linux_host.py) whose TAP this test bridges to
+cocotbext-eth's RGMII source and sink on the board's port 0. The kernel resolves the board's
+addresses (ARP, neighbour discovery: the board's responder answers), sends and checks the UDP,
+and the project's own host tools (``MgmtClient``, ``RegisterClient``, the ``mrcnic`` CLI) talk
+to the board's management port through it, in threads and processes of their own while the
+simulation runs. Parameters: ``netns`` (the host's namespace), ``cli`` (the mrcnic command).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import random
+import subprocess
+import threading
+import time
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, Timer
+from cocotbext.eth import GmiiFrame, RgmiiSink, RgmiiSource
+from scapy.layers.inet import UDP
+from scapy.layers.l2 import Ether
+
+from mrcnic import driver, mgmt, pattern, regmap
+from mrcnic.regclient import RegisterClient
+from mrcnic.verif.builds import BOARD_ADDRESSES
+from mrcnic.verif.linux_fabric import in_netns, open_tap
+from mrcnic.verif.linux_host import TAP
+from mrcnic.verif.tbkit import params
+from mrcnic.wire import ETH_FCS_BYTES, ETH_MIN_FRAME
+
+CORE_NS = 16                      # 62.5 MHz: the least a board's core clock runs at
+PHY_NS = 8                        # 125 MHz: RGMII at 1 Gb/s
+WALL_LIMIT = 600                  # seconds a script may take before the test gives up on it
+BOARD_IPV4 = str(ipaddress.IPv4Address(BOARD_ADDRESSES["ipv4"]))
+BOARD_IPV6 = str(ipaddress.IPv6Address(BOARD_ADDRESSES["ipv6"]))
+
+
+class HostLink:
+    """Port 0's cable to the host's TAP, with a hand on it: the next ``lose`` replies from the
+    board are lost, and each of the next ``double`` requests to it arrives again once its reply
+    has gone back (a copy that took a longer way)."""
+
+    def __init__(self, dut, tap):
+        self.dut, self.tap = dut, tap
+        self.phy_in = RgmiiSource(dut.rgmii0_rxd, dut.rgmii0_rx_ctl, dut.eth0_rx_clk)
+        self.phy_out = RgmiiSink(dut.rgmii0_txd, dut.rgmii0_tx_ctl, dut.phy0_tx_clk)
+        for model in (self.phy_in, self.phy_out):
+            model.log.setLevel("WARNING")
+        self.lose = self.double = 0
+        self.lost = self.doubled = 0
+        self.bad_fcs = 0
+        self._copies: list[bytes] = []
+
+    @staticmethod
+    def _management(frame: bytes) -> bool:
+        udp = Ether(frame).getlayer(UDP)
+        return udp is not None and mgmt.DEFAULT_PORT in (udp.sport, udp.dport)
+
+    def step(self) -> None:
+        for frame in self.tap.recv():
+            if self.double and self._management(frame):
+                self.double -= 1
+                self.doubled += 1
+                self._copies.append(frame)
+            self._send(frame)
+        while not self.phy_out.empty():
+            f = self.phy_out.recv_nowait()
+            if not f.check_fcs():
+                self.bad_fcs += 1
+                continue
+            frame = bytes(f.get_payload())
+            if self._management(frame):
+                while self._copies:
+                    self._send(self._copies.pop())
+                if self.lose:
+                    self.lose -= 1
+                    self.lost += 1
+                    continue
+            self.tap.send(frame)
+
+    def _send(self, frame: bytes) -> None:
+        self.phy_in.send_nowait(GmiiFrame.from_payload(frame, min_len=ETH_MIN_FRAME - ETH_FCS_BYTES))
+
+
+async def start(dut):
+    cocotb.start_soon(Clock(dut.clk, CORE_NS, unit="ns").start())
+    for p in range(2):
+        for d in ("rx", "tx"):
+            cocotb.start_soon(Clock(getattr(dut, f"eth{p}_{d}_clk"), PHY_NS, unit="ns").start())
+
+    async def phy_clock(sig):
+        await Timer(PHY_NS // 4, unit="ns")      # the TX clock a quarter period late at the PHY
+        await Clock(sig, PHY_NS, unit="ns").start()
+    for p in range(2):
+        cocotb.start_soon(phy_clock(getattr(dut, f"phy{p}_tx_clk")))
+        getattr(dut, f"rgmii{p}_rxd").value = 0
+        getattr(dut, f"rgmii{p}_rx_ctl").value = 0
+    dut.link.value = 0b11
+    resets = [dut.rst] + [getattr(dut, f"eth{p}_{d}_rst") for p in range(2) for d in ("rx", "tx")]
+    for rst in resets:
+        rst.value = 1
+    await ClockCycles(dut.clk, 4)
+    for rst in resets:
+        rst.value = 0
+    await ClockCycles(dut.clk, 4)
+
+
+async def run_beside(dut, link: HostLink, script):
+    """Runs ``script()`` in a thread of its own while the simulation runs and the link carries
+    frames; returns what it returns, or raises what it raises."""
+    out: dict = {}
+
+    def body():
+        try:
+            out["value"] = script()
+        except BaseException as e:     # handed to the test
+            out["error"] = e
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WALL_LIMIT
+    while thread.is_alive():
+        link.step()
+        await ClockCycles(dut.clk, 32)
+        assert time.monotonic() < deadline, f"{script.__name__} still running after {WALL_LIMIT} s"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def client(addr: str, netns: str, **kw) -> mgmt.MgmtClient:
+    with in_netns(netns):         # its socket lives in the host's namespace
+        return mgmt.MgmtClient(addr, **kw)
+
+
+@cocotb.test()
+async def a_host_drives_the_board_through_its_management_port(dut):
+    p = params()
+    netns = p["netns"]
+    await start(dut)
+    link = HostLink(dut, open_tap(netns, TAP))
+    rng = random.Random(7)
+    c4 = client(BOARD_IPV4, netns, timeout=0.5)
+    c6 = client(BOARD_IPV6, netns, timeout=0.5)
+    regs4, regs6 = RegisterClient(c4), RegisterClient(c6)
+    mem_size = 1 << 16
+
+    def identify():
+        # The kernel finds the board by ARP and by neighbour discovery first.
+        assert regs4.read("global.id") == regmap.MRCNIC_ID
+        assert regs6.read("global.id") == regmap.MRCNIC_ID
+        assert regs4.read("board.mem_size") == mem_size
+        value = rng.getrandbits(32)
+        regs6.write("global.scratch", value)
+        assert regs4.read("global.scratch") == value
+        return {name: regs4.read(f"mgmt.{name}") for name in regmap.MGMT_COUNTERS}
+    seen = await run_beside(dut, link, identify)
+    assert seen["arp_replies"] >= 1 and seen["nd_replies"] >= 1, seen
+    # five requests, and the four counters read before this one
+    assert seen["executed"] == 9 and seen["replayed"] == seen["missed"] == 0, seen
+
+    def pattern_run():
+        """The writer fills a region, the checker finds it whole; a byte changed through the
+        memory window is the one it then finds."""
+        addr, length, seed = 0x123, 3001, rng.getrandbits(32)
+        for block in ("gen", "chk"):
+            regs4.write(f"{block}.addr", addr)
+            regs4.write(f"{block}.length", length)
+            regs4.write(f"{block}.seed", seed)
+        regs4.command("gen.start", 1)
+        assert regs4.read("gen.error") == 0
+        regs4.command("chk.start", 1)
+        assert (regs4.read("chk.error"), regs4.read("chk.bad")) == (0, 0)
+        got = regs4.run(driver.mem_read(addr + 100, 16))      # the region from its first byte
+        assert got == pattern.pattern_bytes(seed, 16, start=100), got
+        regs4.run(driver.mem_write(addr + 100, bytes([got[0] ^ 0xFF])))
+        regs4.command("chk.start", 1)
+        assert regs4.read("chk.bad") == 1
+        regs4.write("chk.seed", seed ^ 1)
+        regs4.command("chk.start", 1)
+        return regs4.read("chk.bad")
+    bad = await run_beside(dut, link, pattern_run)
+    assert bad > 3001 * 0.9, f"another seed's pattern matched in {3001 - bad} of 3001 bytes"
+
+    def lost_and_doubled():
+        """A reply lost: the client sends the request again and the board answers from the
+        reply it had. A request doubled on the wire: carried out once."""
+        before = {name: regs4.read(f"mgmt.{name}") for name in ("replayed",)}
+        link.lose = 1
+        regs4.write("gen.length", 0)
+        regs4.command("gen.start", 1)          # done at once: a region of no bytes
+        assert c4.retransmitted == 1 and link.lost == 1
+        link.double = 1
+        regs6.write("global.scratch", 0x5A5A)
+        assert regs6.read("global.scratch") == 0x5A5A
+        after = {name: regs4.read(f"mgmt.{name}") for name in ("replayed",)}
+        return before, after
+    before, after = await run_beside(dut, link, lost_and_doubled)
+    # (how often the command's register was read until it was done varies)
+    assert after["replayed"] - before["replayed"] == 2, (before, after)
+    assert link.doubled == 1 and link.bad_fcs == 0
+
+    # The mrcnic CLI, a process of its own in the host's namespace, reads the board's counters.
+    def cli():
+        out = subprocess.run(["ip", "netns", "exec", netns, *p["cli"], "--target",
+                              f"udp://{BOARD_IPV4}", "regs", "show", "-j", "mac", "mgmt"],
+                             capture_output=True, text=True, timeout=WALL_LIMIT)
+        assert out.returncode == 0, out.stderr
+        return {row["name"]: row["value"] for row in json.loads(out.stdout)}
+    rows = await run_beside(dut, link, cli)
+    assert rows["mac.rx_frames_p0"] > 0 and rows["mac.tx_frames_p0"] > 0, rows
+    assert rows["mac.rx_fcs_errors_p0"] == rows["mac.tx_underruns_p0"] == 0, rows
+    assert rows["mac.rx_frames_p1"] == 0, rows
+    c4.close()
+    c6.close()
