@@ -60,9 +60,24 @@ def board(planes=2):
          "max_frame": BOARD_NIC["max_frame"], **BOARD_ADDRESSES}, f"board_p{planes}")
 
 
+def board_pair(planes=2):
+    """Two board NICs (verif/board_pair.py) in the boards' NIC configuration: ``a`` at
+    BOARD_ADDRESSES, ``b`` at BOARD_B_ADDRESSES."""
+    from mrcnic.boards.synth import BOARD_NIC
+    from mrcnic.verif.board_pair import BoardPair, pair_domains
+    return harness.build(
+        lambda common, a, b: AxisTop(BoardPair(common, a, b),
+                                     domains=pair_domains(common["planes"])),
+        {"common": {"width": 64, "planes": planes, "nic": BOARD_NIC, "mem_size": 1 << 16,
+                    "max_frame": BOARD_NIC["max_frame"]},
+         "a": BOARD_ADDRESSES, "b": BOARD_B_ADDRESSES}, f"board_pair_p{planes}")
+
+
 #: The management addresses of the simulated board (and of a bitstream built without others).
 BOARD_ADDRESSES = {"mac": 0x02_4D_52_43_00_01, "ipv4": 0xC0A8_0702,   # 192.168.7.2
                    "ipv6": 0xFD00_0007 << 96 | 2}                      # fd00:7::2
+BOARD_B_ADDRESSES = {"mac": 0x02_4D_52_43_00_02, "ipv4": 0xC0A8_0703,
+                     "ipv6": 0xFD00_0007 << 96 | 3}
 
 
 #: The NIC configuration the tests, the bench and the demo share.

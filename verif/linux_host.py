@@ -42,12 +42,16 @@ def _ip(*args: str) -> None:
 
 
 class LinuxHost:
-    """A namespace with the TAP :data:`TAP` (``mac``, ``ipv4``/24 and ``ipv6``/64, no duplicate
-    address detection), up, for the life of the ``with`` block."""
+    """A namespace with the host's addresses (``mac``, ``ipv4``/24 and ``ipv6``/64, no duplicate
+    address detection) on the TAP :data:`TAP`, for the life of the ``with`` block; with
+    ``ports`` > 1, on a Linux bridge (a real switch) whose ports are the TAPs ``taps``."""
 
-    def __init__(self, mac: str = HOST_MAC, ipv4: str = HOST_IPV4, ipv6: str = HOST_IPV6):
+    def __init__(self, mac: str = HOST_MAC, ipv4: str = HOST_IPV4, ipv6: str = HOST_IPV6,
+                 ports: int = 1):
         self.mac, self.ipv4, self.ipv6 = mac, ipv4, ipv6
         self.netns = f"{COMMON_PREFIX}{os.getpid():x}xh{next(_RUNS):x}"
+        self.taps = [TAP] if ports == 1 else [f"tap{k}" for k in range(ports)]
+        self._bridged = ports > 1
 
     def __enter__(self) -> LinuxHost:
         remove_stale()
@@ -55,10 +59,16 @@ class LinuxHost:
         try:
             n = ("-n", self.netns)
             _ip(*n, "link", "set", "lo", "up")
-            _ip(*n, "tuntap", "add", "dev", TAP, "mode", "tap")
-            _ip(*n, "link", "set", TAP, "address", self.mac, "up")
-            _ip(*n, "addr", "add", f"{self.ipv4}/24", "dev", TAP)
-            _ip(*n, "-6", "addr", "add", f"{self.ipv6}/64", "dev", TAP, "nodad")
+            own = "br0" if self._bridged else TAP
+            if self._bridged:
+                _ip(*n, "link", "add", own, "type", "bridge")
+            for tap in self.taps:
+                _ip(*n, "tuntap", "add", "dev", tap, "mode", "tap")
+                if self._bridged:
+                    _ip(*n, "link", "set", tap, "master", own, "up")
+            _ip(*n, "link", "set", own, "address", self.mac, "up")
+            _ip(*n, "addr", "add", f"{self.ipv4}/24", "dev", own)
+            _ip(*n, "-6", "addr", "add", f"{self.ipv6}/64", "dev", own, "nodad")
         except Exception:
             self.__exit__()
             raise

@@ -44,12 +44,9 @@ class HostLink:
     board are lost, and each of the next ``double`` requests to it arrives again once its reply
     has gone back (a copy that took a longer way)."""
 
-    def __init__(self, dut, tap):
+    def __init__(self, dut, tap, board=""):
         self.dut, self.tap = dut, tap
-        self.phy_in = RgmiiSource(dut.rgmii0_rxd, dut.rgmii0_rx_ctl, dut.eth0_rx_clk)
-        self.phy_out = RgmiiSink(dut.rgmii0_txd, dut.rgmii0_tx_ctl, dut.phy0_tx_clk)
-        for model in (self.phy_in, self.phy_out):
-            model.log.setLevel("WARNING")
+        self.phy_in, self.phy_out = phy_models(dut, board, 0)
         self.lose = self.double = 0
         self.lost = self.doubled = 0
         self.bad_fcs = 0
@@ -86,21 +83,38 @@ class HostLink:
         self.phy_in.send_nowait(GmiiFrame.from_payload(frame, min_len=ETH_MIN_FRAME - ETH_FCS_BYTES))
 
 
-async def start(dut):
+def phy_models(dut, board: str, port: int):
+    """cocotbext-eth's RGMII source and sink on port ``port`` of board ``board`` (its prefix)."""
+    def sig(name):
+        return getattr(dut, f"{board}{name}")
+    phy_in = RgmiiSource(sig(f"rgmii{port}_rxd"), sig(f"rgmii{port}_rx_ctl"),
+                         sig(f"eth{port}_rx_clk"))
+    phy_out = RgmiiSink(sig(f"rgmii{port}_txd"), sig(f"rgmii{port}_tx_ctl"),
+                        sig(f"phy{port}_tx_clk"))
+    for model in (phy_in, phy_out):
+        model.log.setLevel("WARNING")
+    return phy_in, phy_out
+
+
+async def start(dut, boards=("",), planes=2):
+    """Clocks and reset of the boards (their port prefixes) in ``dut``, links up."""
     cocotb.start_soon(Clock(dut.clk, CORE_NS, unit="ns").start())
-    for p in range(2):
-        for d in ("rx", "tx"):
-            cocotb.start_soon(Clock(getattr(dut, f"eth{p}_{d}_clk"), PHY_NS, unit="ns").start())
 
     async def phy_clock(sig):
         await Timer(PHY_NS // 4, unit="ns")      # the TX clock a quarter period late at the PHY
         await Clock(sig, PHY_NS, unit="ns").start()
-    for p in range(2):
-        cocotb.start_soon(phy_clock(getattr(dut, f"phy{p}_tx_clk")))
-        getattr(dut, f"rgmii{p}_rxd").value = 0
-        getattr(dut, f"rgmii{p}_rx_ctl").value = 0
-    dut.link.value = 0b11
-    resets = [dut.rst] + [getattr(dut, f"eth{p}_{d}_rst") for p in range(2) for d in ("rx", "tx")]
+    resets = [dut.rst]
+    for b in boards:
+        def sig(name, b=b):
+            return getattr(dut, f"{b}{name}")
+        for p in range(planes):
+            for d in ("rx", "tx"):
+                cocotb.start_soon(Clock(sig(f"eth{p}_{d}_clk"), PHY_NS, unit="ns").start())
+                resets.append(sig(f"eth{p}_{d}_rst"))
+            cocotb.start_soon(phy_clock(sig(f"phy{p}_tx_clk")))
+            sig(f"rgmii{p}_rxd").value = 0
+            sig(f"rgmii{p}_rx_ctl").value = 0
+        sig("link").value = (1 << planes) - 1
     for rst in resets:
         rst.value = 1
     await ClockCycles(dut.clk, 4)
@@ -109,7 +123,7 @@ async def start(dut):
     await ClockCycles(dut.clk, 4)
 
 
-async def run_beside(dut, link: HostLink, script):
+async def run_beside(dut, link, script):
     """Runs ``script()`` in a thread of its own while the simulation runs and the link carries
     frames; returns what it returns, or raises what it raises."""
     out: dict = {}

@@ -16,3 +16,12 @@ def test_board_management():
     with linux_host.LinuxHost() as host:
         harness.run(b, "mrcnic.verif.tb_board",
                     {"netns": host.netns, "cli": [sys.executable, "-m", "mrcnic.cli"]})
+
+
+def test_two_boards_run_mrc():
+    why = linux_host.unsupported()
+    if why:
+        pytest.skip(f"no Linux host namespace here: {why}")
+    b = builds.board_pair()
+    with linux_host.LinuxHost(ports=2) as host:
+        harness.run(b, "mrcnic.verif.tb_board_pair", {"netns": host.netns, "taps": host.taps})
