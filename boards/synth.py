@@ -103,6 +103,11 @@ def _neighbour_responder():
     return NeighbourResponder(WIDTH)
 
 
+def _management_port():
+    from mrcnic.hdl.management_port import ManagementPort
+    return ManagementPort(WIDTH)
+
+
 def _header_parser():
     from mrcnic.hdl.header_parser import HeaderParser
     return HeaderParser(WIDTH, max_segments=4, max_frame=9600)
@@ -196,8 +201,16 @@ def _nic_board():
     return Nic(WIDTH, **BOARD_NIC)
 
 
+def _board_nic():
+    from mrcnic.hdl.board_nic import BoardNic
+    from mrcnic.verif.board_pins import board_domains
+    from mrcnic.verif.toplevel import AxisTop
+    return AxisTop(BoardNic(WIDTH, nic=BOARD_NIC, ipv4=0xC0A8_0702), domains=board_domains(2))
+
+
 #: block name -> a function building it at the NIC's default configuration (Nic(), 64 bits; the
-#: MAC as a 2000-byte port), and the whole NIC at BOARD_NIC too (nic_board). A block with extra
+#: MAC as a 2000-byte port), the whole NIC at BOARD_NIC too (nic_board), and the board around it
+#: (board_nic: two MACs, the management port, 64 KiB of memory). A block with extra
 #: clock domains comes wrapped in its top-level.
 BLOCKS: dict[str, Callable] = {
     "eth_mac": _eth_mac,
@@ -209,6 +222,7 @@ BLOCKS: dict[str, Callable] = {
     "pattern_writer": _pattern_writer,
     "pattern_checker": _pattern_checker,
     "neighbour_responder": _neighbour_responder,
+    "management_port": _management_port,
     "header_parser": _header_parser,
     "header_builder": _header_builder,
     "icrc_inserter": _icrc_inserter,
@@ -225,6 +239,7 @@ BLOCKS: dict[str, Callable] = {
     "register_bank": _register_bank,
     "nic": _nic,
     "nic_board": _nic_board,
+    "board_nic": _board_nic,
 }
 
 

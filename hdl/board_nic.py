@@ -62,7 +62,8 @@ class BoardNic(wiring.Component):
     """
 
     def __init__(self, width=64, planes=2, nic=None, mem_size=1 << 16, max_frame=2048,
-                 mac=0x02_4D_52_43_00_01, ipv4=0, ipv6=0, clients=4):
+                 mac=0x02_4D_52_43_00_01, ipv4=0, ipv6=0,
+                 clients=mgmt.BOARD_CLIENTS):
         if not isinstance(planes, int) or not 1 <= planes <= regmap.BOARD_PLANES:
             raise ValueError(f"planes must be 1 .. {regmap.BOARD_PLANES}, not {planes!r}")
         for name, value, bits in (("mac", mac, 48), ("ipv4", ipv4, 32), ("ipv6", ipv6, 128)):

@@ -73,8 +73,9 @@ class CcProfileTable(wiring.Component):
         profile = Signal(range(self._profiles))
         m.d.comb += profile.eq(Mux(self.assign.valid & (a.qp == self.qp), a.profile, rd.data))
 
-        m.submodules.sets = sets = Memory(shape=cc_params_layout(), depth=self._profiles - 1,
-                                          init=[])
+        # (two entries at least: a memory of one would have a zero-width address)
+        m.submodules.sets = sets = Memory(shape=cc_params_layout(),
+                                          depth=max(self._profiles - 1, 2), init=[])
         put, get = sets.write_port(), sets.read_port(domain="comb")
         w = self.write.payload
         m.d.comb += [put.addr.eq(w.profile - 1), put.data.eq(w.params),

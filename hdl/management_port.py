@@ -33,7 +33,7 @@ class ManagementPort(wiring.Component):
     executed, replayed, refused, dropped, missed : Out(32), the server's
     """
 
-    def __init__(self, width=64, clients=4, port=mgmt.DEFAULT_PORT,
+    def __init__(self, width=64, clients=mgmt.BOARD_CLIENTS, port=mgmt.DEFAULT_PORT,
                  registers=regmap.REGISTERS, addr_width=regmap.ADDR_WIDTH):
         self._width = check_width(width)
         self._server = MgmtServer(width, clients, port, registers, addr_width)

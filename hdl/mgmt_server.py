@@ -76,7 +76,7 @@ class MgmtServer(wiring.Component):
     executed, replayed, refused, dropped, missed : Out(32), wrapping
     """
 
-    def __init__(self, width=64, clients=4, port=mgmt.DEFAULT_PORT,
+    def __init__(self, width=64, clients=mgmt.BOARD_CLIENTS, port=mgmt.DEFAULT_PORT,
                  registers=regmap.REGISTERS, addr_width=regmap.ADDR_WIDTH):
         self._width = check_width(width)
         if not isinstance(clients, int) or not 1 <= clients <= 64:

@@ -100,6 +100,9 @@ class RegisterBank(wiring.Component):
             with m.If(selected):
                 m.d.comb += bus.r_data.eq(rd.data)
 
+        in_mem = Signal()
+        m.d.comb += in_mem.eq(Cat(*mem_hits, C(0, 1)).any())
+
         # Reads. The first word of a wide RO register snapshots the rest for the words after.
         with m.If(bus.r_stb):
             with m.Switch(bus.addr):
@@ -129,7 +132,7 @@ class RegisterBank(wiring.Component):
                                 m.d.sync += r_word.eq(value[32 * k:32 * (k + 1)])
                 with m.Default():
                     m.d.sync += r_word.eq(0)
-                    with m.If(~Cat(*mem_hits).any()):
+                    with m.If(~in_mem):
                         m.d.comb += [refused.eq(1), why_read.eq(Refusal.ADDRESS)]
 
         # Writes land only on RW and CMD registers, only when the value fits the width and limit
@@ -164,7 +167,7 @@ class RegisterBank(wiring.Component):
                                 if r.access is Access.CMD:
                                     m.d.sync += port.valid.eq(1)
                 with m.Default():
-                    with m.If(~Cat(*mem_hits).any()):
+                    with m.If(~in_mem):
                         m.d.comb += why_write.eq(Refusal.ADDRESS)
         for r in regs:
             if r.access is Access.CMD:

@@ -104,7 +104,7 @@ class ReorderTracker(wiring.Component):
         rel = Signal(PSN_BITS)
         m.d.comb += rel.eq(psn - new_base)
         blocks = W // SACK_BITS
-        block = Signal(range(blocks))
+        block = Signal(range(max(blocks, 2)))     # (a window of one block: no zero-width value)
         with m.If(~rel[PSN_BITS - 1] & (rel < W) & ~peek):
             m.d.comb += block.eq(rel >> (SACK_BITS - 1).bit_length())
         r = self.result.payload

@@ -94,7 +94,8 @@ def registers_md() -> str:
     out = [HEADER.format(src="sw/regmap.py"), "# Register map\n", regmap.__doc__.strip() + "\n",
            "The CSR bus (`hdl/csr_bus.py`): a read is `r_stb` for one cycle with `addr`, the word "
            "appears on `r_data` the next cycle; a write is `w_stb` for one cycle with `addr` and "
-           "`w_data`. No wait states.\n",
+           "`w_data`. No wait states. After each access, `refused` says whether the bank carried it "
+           "out, and if not why (`hdl/csr_bus.py`'s `Refusal`).\n",
            "| offset | register | width | access | reset | largest | description |",
            "|---|---|---|---|---|---|---|"]
     for r in regmap.REGISTERS:

@@ -30,7 +30,8 @@ from typing import Protocol
 from . import wire
 
 __all__ = ["MAGIC", "VERSION", "DEFAULT_PORT", "WORD_BITS", "MAX_WIDTH", "MAX_BURST_WORDS",
-           "MAX_PACKET", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "REMEMBERED_CLIENTS", "HEADER",
+           "MAX_PACKET", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "REMEMBERED_CLIENTS", "BOARD_CLIENTS",
+           "HEADER",
            "RULES", "Opcode", "Status", "STATUS_DOC", "Packet", "decode", "data_words", "MgmtError",
            "MalformedPacket", "StatusError", "Unreachable", "AccessError", "Backend", "MgmtClient",
            "MgmtServer", "UdpEndpoint"]
@@ -46,6 +47,7 @@ MAX_BURST_WORDS = 256
 DEFAULT_TIMEOUT = 0.25      # seconds a client waits for a reply before retransmitting
 DEFAULT_RETRIES = 7         # retransmissions: 2 s in all, by default
 REMEMBERED_CLIENTS = 64     # clients whose last request and reply a server keeps
+BOARD_CLIENTS = 4           # the same, in a board's gateware (hdl/mgmt_server.py)
 _U32 = 0xFFFF_FFFF
 
 
@@ -124,11 +126,11 @@ RULES = (
     "A client takes only a reply with its outstanding request's sequence number, opcode, "
     "address, width and count; it ignores anything else (a late reply to an earlier request, a "
     "duplicate, a malformed datagram).",
-    f"A server remembers, for each client (address and port, the {REMEMBERED_CLIENTS} most "
-    "recent), its last "
-    "request and the reply it sent. The same request again (same sequence number, same bytes) "
-    "is a retransmission: it gets that reply again and is not executed a second time, so a write "
-    "whose reply was lost is not repeated.",
+    f"A server remembers, for each of its most recent clients (address and port; the host tools' "
+    f"server keeps {REMEMBERED_CLIENTS}, a board's gateware {BOARD_CLIENTS}), its last request "
+    "and the reply it sent. The same request again (same sequence number, same bytes; a board "
+    "compares the bytes by their CRC-32) is a retransmission: it gets that reply again and is "
+    "not executed a second time, so a write whose reply was lost is not repeated.",
     "A server answers a request that breaks a rule with the status that names it (the header "
     "echoed, no data), and drops unanswered a datagram shorter than the header, one with another "
     "magic, and every reply.",

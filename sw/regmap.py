@@ -20,6 +20,10 @@ bits takes consecutive words, least significant word first. Access kinds:
   While a command is pending, writes to its block's commands and RW registers are refused and
   counted, so what the gateware receives is exactly what the host staged. A driver writes
   the block's registers, writes the command, and reads it back until 0 before the next one.
+
+The blocks ``board``, ``gen``, ``chk``, ``mac`` and ``mgmt`` (:data:`BOARD_BLOCKS`, offsets
+0xc00 .. 0xdff) exist only on a board (:class:`mrcnic.hdl.board_nic.BoardNic`), whose second
+register bank holds them beside the NIC's; a NIC without a board answers them as unmapped.
 """
 
 from __future__ import annotations

@@ -49,17 +49,6 @@ def mgmt_bank():
                          "mgmt_bank_w64")
 
 
-def board(planes=2):
-    """A board NIC (hdl/board_nic.py) at its pins, in the boards' NIC configuration, with the
-    management addresses verif/tb_board.py uses."""
-    from mrcnic.boards.synth import BOARD_NIC
-    from mrcnic.verif.board_pins import BoardPins, board_domains
-    return harness.build(
-        lambda **kw: AxisTop(BoardPins(**kw), domains=board_domains(kw["planes"])),
-        {"width": 64, "planes": planes, "nic": BOARD_NIC, "mem_size": 1 << 16,
-         "max_frame": BOARD_NIC["max_frame"], **BOARD_ADDRESSES}, f"board_p{planes}")
-
-
 def board_pair(planes=2):
     """Two board NICs (verif/board_pair.py) in the boards' NIC configuration: ``a`` at
     BOARD_ADDRESSES, ``b`` at BOARD_B_ADDRESSES."""

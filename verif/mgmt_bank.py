@@ -5,6 +5,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Flow, In, Out
 
+from mrcnic import mgmt
 from mrcnic.hdl.management_port import MGMT_PORT_COUNTERS, ManagementPort
 from mrcnic.hdl.register_bank import RegisterBank
 from mrcnic.hdl.stream import PacketStream
@@ -17,7 +18,7 @@ class MgmtBank(wiring.Component):
     and ``limits``. Its ports: the management port's streams, addresses and counters, and every
     port of the bank but its bus."""
 
-    def __init__(self, width=64, constants=None, limits=None, clients=4):
+    def __init__(self, width=64, constants=None, limits=None, clients=mgmt.BOARD_CLIENTS):
         self._port = ManagementPort(width, clients)
         self._bank = RegisterBank(constants, limits)
         bank = {name: member for name, member in self._bank.signature.members.items()

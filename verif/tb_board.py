@@ -5,7 +5,9 @@ cocotbext-eth's RGMII source and sink on the board's port 0. The kernel resolves
 addresses (ARP, neighbour discovery: the board's responder answers), sends and checks the UDP,
 and the project's own host tools (``MgmtClient``, ``RegisterClient``, the ``mrcnic`` CLI) talk
 to the board's management port through it, in threads and processes of their own while the
-simulation runs. Parameters: ``netns`` (the host's namespace), ``cli`` (the mrcnic command).
+simulation runs. The board is board ``a`` of verif/board_pair.py (the build the two-board test
+runs too), its peer idle beside it on the host's bridge. Parameters: ``netns`` (the host's
+namespace), ``taps`` (the TAP of each board's port 0), ``cli`` (the mrcnic command).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from mrcnic import driver, mgmt, pattern, regmap
 from mrcnic.regclient import RegisterClient
 from mrcnic.verif.builds import BOARD_ADDRESSES
 from mrcnic.verif.linux_fabric import in_netns, open_tap
-from mrcnic.verif.linux_host import TAP
 from mrcnic.verif.tbkit import params
 from mrcnic.wire import ETH_FCS_BYTES, ETH_MIN_FRAME
 
 CORE_NS = 16                      # 62.5 MHz: the least a board's core clock runs at
 PHY_NS = 8                        # 125 MHz: RGMII at 1 Gb/s
 WALL_LIMIT = 600                  # seconds a script may take before the test gives up on it
+BOARDS = ("a_", "b_")            # verif/board_pair.py's boards; the one under test first
 BOARD_IPV4 = str(ipaddress.IPv4Address(BOARD_ADDRESSES["ipv4"]))
 BOARD_IPV6 = str(ipaddress.IPv6Address(BOARD_ADDRESSES["ipv6"]))
 
@@ -123,9 +125,21 @@ async def start(dut, boards=("",), planes=2):
     await ClockCycles(dut.clk, 4)
 
 
+class Wires:
+    """Links and cables stepped together."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def step(self) -> None:
+        for part in self.parts:
+            part.step()
+
+
 async def run_beside(dut, link, script):
-    """Runs ``script()`` in a thread of its own while the simulation runs and the link carries
-    frames; returns what it returns, or raises what it raises."""
+    """Runs ``script()`` in a thread of its own while the simulation runs and ``link`` (a
+    :class:`HostLink`, :class:`Wires`) carries frames; returns what it returns, or raises what
+    it raises."""
     out: dict = {}
 
     def body():
@@ -154,8 +168,11 @@ def client(addr: str, netns: str, **kw) -> mgmt.MgmtClient:
 async def a_host_drives_the_board_through_its_management_port(dut):
     p = params()
     netns = p["netns"]
-    await start(dut)
-    link = HostLink(dut, open_tap(netns, TAP))
+    await start(dut, boards=BOARDS)
+    links = [HostLink(dut, open_tap(netns, tap), b) for tap, b in zip(p["taps"], BOARDS,
+                                                                        strict=True)]
+    link = links[0]
+    wires = Wires(*links)
     rng = random.Random(7)
     c4 = client(BOARD_IPV4, netns, timeout=0.5)
     c6 = client(BOARD_IPV6, netns, timeout=0.5)
@@ -171,7 +188,7 @@ async def a_host_drives_the_board_through_its_management_port(dut):
         regs6.write("global.scratch", value)
         assert regs4.read("global.scratch") == value
         return {name: regs4.read(f"mgmt.{name}") for name in regmap.MGMT_COUNTERS}
-    seen = await run_beside(dut, link, identify)
+    seen = await run_beside(dut, wires, identify)
     assert seen["arp_replies"] >= 1 and seen["nd_replies"] >= 1, seen
     # five requests, and the four counters read before this one
     assert seen["executed"] == 9 and seen["replayed"] == seen["missed"] == 0, seen
@@ -196,7 +213,7 @@ async def a_host_drives_the_board_through_its_management_port(dut):
         regs4.write("chk.seed", seed ^ 1)
         regs4.command("chk.start", 1)
         return regs4.read("chk.bad")
-    bad = await run_beside(dut, link, pattern_run)
+    bad = await run_beside(dut, wires, pattern_run)
     assert bad > 3001 * 0.9, f"another seed's pattern matched in {3001 - bad} of 3001 bytes"
 
     def lost_and_doubled():
@@ -212,7 +229,7 @@ async def a_host_drives_the_board_through_its_management_port(dut):
         assert regs6.read("global.scratch") == 0x5A5A
         after = {name: regs4.read(f"mgmt.{name}") for name in ("replayed",)}
         return before, after
-    before, after = await run_beside(dut, link, lost_and_doubled)
+    before, after = await run_beside(dut, wires, lost_and_doubled)
     # (how often the command's register was read until it was done varies)
     assert after["replayed"] - before["replayed"] == 2, (before, after)
     assert link.doubled == 1 and link.bad_fcs == 0
@@ -224,7 +241,7 @@ async def a_host_drives_the_board_through_its_management_port(dut):
                              capture_output=True, text=True, timeout=WALL_LIMIT)
         assert out.returncode == 0, out.stderr
         return {row["name"]: row["value"] for row in json.loads(out.stdout)}
-    rows = await run_beside(dut, link, cli)
+    rows = await run_beside(dut, wires, cli)
     assert rows["mac.rx_frames_p0"] > 0 and rows["mac.tx_frames_p0"] > 0, rows
     assert rows["mac.rx_fcs_errors_p0"] == rows["mac.tx_underruns_p0"] == 0, rows
     assert rows["mac.rx_frames_p1"] == 0, rows

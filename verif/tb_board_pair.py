@@ -24,7 +24,7 @@ from mrcnic.regclient import RegisterClient
 from mrcnic.verif.builds import BOARD_ADDRESSES, BOARD_B_ADDRESSES
 from mrcnic.verif.fabric import BLOCK, BLOCK_BITS, host_usid, nic_ip, nic_mac, sid
 from mrcnic.verif.linux_fabric import open_tap
-from mrcnic.verif.tb_board import HostLink, client, phy_models, run_beside, start
+from mrcnic.verif.tb_board import HostLink, Wires, client, phy_models, run_beside, start
 from mrcnic.verif.tbkit import params
 from mrcnic.wire import ETH_FCS_BYTES, ETH_MIN_FRAME
 
@@ -54,15 +54,6 @@ class Cable:
                 into.send_nowait(GmiiFrame.from_payload(
                     bytes(f.get_payload()), min_len=ETH_MIN_FRAME - ETH_FCS_BYTES))
                 self.frames[k] += 1
-
-
-class Wires:
-    def __init__(self, *parts):
-        self.parts = parts
-
-    def step(self) -> None:
-        for part in self.parts:
-            part.step()
 
 
 def configure(regs: RegisterClient, me: int, peer: int, layout: EvLayout, seed: int) -> None:
