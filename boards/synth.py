@@ -103,6 +103,11 @@ def _neighbour_responder():
     return NeighbourResponder(WIDTH)
 
 
+def _mgmt_server():
+    from mrcnic.hdl.mgmt_server import MgmtServer
+    return MgmtServer(WIDTH)
+
+
 def _management_port():
     from mrcnic.hdl.management_port import ManagementPort
     return ManagementPort(WIDTH)
@@ -222,6 +227,7 @@ BLOCKS: dict[str, Callable] = {
     "pattern_writer": _pattern_writer,
     "pattern_checker": _pattern_checker,
     "neighbour_responder": _neighbour_responder,
+    "mgmt_server": _mgmt_server,
     "management_port": _management_port,
     "header_parser": _header_parser,
     "header_builder": _header_builder,
