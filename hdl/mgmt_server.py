@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic import mgmt, regmap
 from mrcnic.wire import ETHERNET, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPPROTO_UDP, IPV4, IPV6, UDP
 
-from .crc32 import crc32_lanes
+from .crc32 import crc32_byte
 from .csr_bus import CSRBus, Refusal
 from .headers import header_bytes, header_view
 from .stream import PacketStream, check_width, keep_count, keep_mask
@@ -106,10 +106,10 @@ class MgmtServer(wiring.Component):
         accept = Signal()        # the frame judged this cycle is a request to serve
 
         # ---- Receive: every frame's first bytes into flip-flops, the frame into block RAM
-        # (unless a request is being served), a CRC-32 of its bytes from the first byte an IPv4
-        # datagram's payload could start at, and the ones' complement sum of its 16-bit words
-        # from where an IPv6 datagram's UDP header starts (the part of an IPv4 one before that
-        # is in the flip-flops).
+        # (unless a request is being served), and two ones' complement sums of its 16-bit words,
+        # a beat's words at a time: the IPv4 header's, and everything from the IPv4 source
+        # address on (an IPv4 datagram's UDP pseudo-header and UDP; an IPv6 one's lacks only its
+        # source address's first four bytes, which are in the flip-flops).
         m.submodules.frame = frame = Memory(shape=self._width, depth=depth, init=[])
         fw, fr = frame.write_port(), frame.read_port()
         buf = Signal(8 * cap)
@@ -117,8 +117,8 @@ class MgmtServer(wiring.Component):
         length = Signal(range((depth + 1) * L + 1))
         storing = Signal()
         store_now = Signal()
-        crc = Signal(32)
         acc = Signal(32)
+        acc_ip = Signal(20)
         ended = Signal()
         m.d.comb += i.ready.eq(1)
         m.d.sync += ended.eq(0)
@@ -127,19 +127,20 @@ class MgmtServer(wiring.Component):
         offsets = [Signal(range((depth + 2) * L), name=f"offset{lane}") for lane in range(L)]
         for lane, off in enumerate(offsets):
             m.d.comb += off.eq(beat * L + lane)
-        crc_in = Mux(first, 0xFFFF_FFFF, crc)
-        acc_in = Mux(first, 0, acc)
-        crc_out = crc32_lanes(m, crc_in, i.payload.data,
-                              Cat(*[i.payload.keep[lane] & (off >= _U4)
-                                    for lane, off in enumerate(offsets)]), name="fp")
-        words = []
+        ip_first = ETHERNET.length
+        ip_end = ip_first + IPV4.length
+        src4 = ip_first + IPV4.bit_offset("src") // 8
+        words, ip_words = [], []
         for lane in range(0, L, 2):
             hi = Mux(i.payload.keep[lane], i.payload.data.word_select(lane, 8), 0)
             lo = Mux(i.payload.keep[lane + 1], i.payload.data.word_select(lane + 1, 8), 0)
-            words.append(Mux(offsets[lane] >= _U6 - UDP.length, Cat(lo, hi), 0))
+            off = offsets[lane]
+            words.append(Mux(off >= src4, Cat(lo, hi), 0))
+            ip_words.append(Mux((off >= ip_first) & (off < ip_end), Cat(lo, hi), 0))
         m.d.comb += [fw.addr.eq(beat), fw.data.eq(i.payload.data)]
         with m.If(i.valid):
-            m.d.sync += [crc.eq(crc_out), acc.eq(acc_in + sum(words))]
+            m.d.sync += [acc.eq(Mux(first, 0, acc) + sum(words)),
+                         acc_ip.eq(Mux(first, 0, acc_ip) + sum(ip_words))]
             with m.If(store_now & (beat < depth)):
                 m.d.comb += [fw.en.eq(1)]
             with m.If(first):
@@ -182,14 +183,10 @@ class MgmtServer(wiring.Component):
             m.d.comb += folded.eq(twice[:16] + twice[16])
             return folded
 
-        ip4_sum = fold(sum(be16(ETHERNET.length + 2 * k) for k in range(10)), "ip4_sum")
-        udp_sum4 = sum(be16(k) for k in range(ETHERNET.length + IPV4.length, _U6 - UDP.length, 2))
-        pseudo4 = (sum(be16(ETHERNET.length + 12 + 2 * k) for k in range(4))
-                   + IPPROTO_UDP + udp4.length)
-        pseudo6 = (sum(be16(ETHERNET.length + 8 + 2 * k) for k in range(16))
-                   + IPPROTO_UDP + udp6.length)
-        sum4 = fold(acc + udp_sum4 + pseudo4, "udp_sum4")
-        sum6 = fold(acc + pseudo6, "udp_sum6")
+        ip4_sum = fold(acc_ip, "ip4_sum")
+        src6 = ip_first + IPV6.bit_offset("src") // 8
+        sum4 = fold(acc + IPPROTO_UDP + udp4.length, "udp_sum4")
+        sum6 = fold(acc + be16(src6) + be16(src6 + 2) + IPPROTO_UDP + udp6.length, "udp_sum6")
         good4 = ((ip4.version == 4) & ~unparsed4 & (ip4_sum == 0xFFFF)
                  & (ip4.total_length == length - ETHERNET.length)
                  & (udp4.length == ip4.total_length - IPV4.length)
@@ -223,7 +220,6 @@ class MgmtServer(wiring.Component):
                          r_ip.eq(Mux(is6, ip6.src, ip4.src)),
                          r_port.eq(Mux(is6, udp6.sport, udp4.sport)),
                          r_len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
-                         r_crc.eq(crc),
                          r_hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
                                       buf[8 * _U4:8 * (_U4 + _HDR)]))]
         req = header_view(r_hdr, mgmt.HEADER, 0, reserved=True)
@@ -255,15 +251,21 @@ class MgmtServer(wiring.Component):
         with m.Elif(r_len != _HDR + 4 * data_words):
             m.d.comb += status.eq(St.BAD_LENGTH)
 
-        # ---- Fetching request data word ``k`` from the frame in block RAM, a byte a cycle.
+        # ---- Reading the request from the frame in block RAM, a byte a cycle (a byte arrives
+        # the cycle after it is asked for): data word ``fk``, or (``fingerprinting``) byte ``fn``
+        # of the datagram for its CRC-32.
         base = Mux(r6, _U6 + _HDR, _U4 + _HDR)
         fk = Signal(9)                 # the word
         fb = Signal(3)                 # bytes asked for so far
         fword = Signal(32)
+        fingerprinting = Signal()
+        fn = Signal(range(mgmt.MAX_PACKET + 2))
         lane = Signal(range(L))
         at = Signal(range(depth * L + 4 * _MAX_WORDS + _U6))
-        m.d.comb += [at.eq(base + Cat(fb[:2], fk)), fr.addr.eq(at // L)]
+        m.d.comb += [at.eq(Mux(fingerprinting, Mux(r6, _U6, _U4) + fn, base + Cat(fb[:2], fk))),
+                     fr.addr.eq(at // L)]
         m.d.sync += lane.eq(at % L)
+        byte_in = fr.data.word_select(lane, 8)
 
         # ---- Clients: address, port, last sequence number, CRC, the reply's status and data sum,
         # and when each was last served (the one served longest ago makes way).
@@ -314,7 +316,6 @@ class MgmtServer(wiring.Component):
         m.d.comb += last_bits.eq(req.width - 32 * (need - 1))
         reading = (req.opcode == Op.READ) | (req.opcode == Op.READ_BURST)
         fetching = Signal()
-        byte_in = fr.data.word_select(lane, 8)
         with m.If(fetching & (fb != 5)):
             m.d.sync += fb.eq(fb + 1)
             with m.If(fb != 0):
@@ -343,19 +344,12 @@ class MgmtServer(wiring.Component):
         v4 = Cat(eth_b, ip4_b, udp_b, mg_b)
         v6 = Cat(eth_b, ip6_b, udp_b, mg_b)
 
-        def words16(v):
-            return [Cat(v.word_select(2 * j + 1, 8), v.word_select(2 * j, 8))
-                    for j in range(len(v) // 16)]
-
-        ip4_zero = header_bytes(ip4_fields, IPV4)
-        ip_sum = fold(sum(words16(ip4_zero)), "reply_ip_sum")
-        ports = [C(self._port, 16), r_port, udp_len, udp_len, C(IPPROTO_UDP, 16)]
-        common = sum(ports + words16(mg_b)) + Mux(out_data, dsum, 0)
-        def halves(v):
-            return [v.word_select(j, 16) for j in range(len(v) // 16)]
-        pseudo = Mux(r6, sum(halves(self.ipv6) + halves(r_ip)),
-                     sum(halves(self.ipv4) + halves(r_ip[:32])))
-        udp_sum = fold(common + pseudo, "reply_udp_sum")
+        # Their sums, and (with the pseudo-header's protocol and length, and the data) the sums
+        # the checksums are made of.
+        ip_acc = Signal(20)
+        udp_acc = Signal(24)
+        reply_ip = fold(ip_acc, "reply_ip")
+        reply_udp = fold(udp_acc + IPPROTO_UDP + udp_len + Mux(out_data, dsum, 0), "reply_udp")
 
         # The reply goes out a byte a cycle into beats.
         hlen = Mux(r6, _U6 + _HDR, _U4 + _HDR)
@@ -409,7 +403,19 @@ class MgmtServer(wiring.Component):
                 with m.Elif(status != St.OK):
                     m.d.sync += [*done(status, 0), self.refused.eq(self.refused + 1)]
                     m.next = "PREP"
-                with m.Elif(req.opcode == Op.WRITE):
+                with m.Else():
+                    m.d.sync += [fn.eq(0), r_crc.eq(0xFFFF_FFFF)]
+                    m.next = "FINGERPRINT"
+            with m.State("FINGERPRINT"):
+                # A CRC-32 of the datagram, by which a retransmission is known.
+                m.d.comb += fingerprinting.eq(1)
+                m.d.sync += fn.eq(fn + 1)
+                with m.If(fn != 0):
+                    m.d.sync += r_crc.eq(crc32_byte(r_crc, byte_in))
+                with m.If(fn == r_len):
+                    m.next = "FINGERPRINTED"
+            with m.State("FINGERPRINTED"):
+                with m.If(req.opcode == Op.WRITE):
                     m.next = "CHECK_VALUE"
                 with m.Else():
                     m.next = "LOOKUP"
@@ -492,9 +498,23 @@ class MgmtServer(wiring.Component):
                              out_data.eq(reading & (out_status == St.OK))]
                 m.next = "PREP"
             with m.State("PREP"):
-                check = ~udp_sum
-                m.d.sync += [ip_check.eq(~ip_sum), udp_check.eq(Mux(check == 0, 0xFFFF, check)),
+                m.d.sync += [ip_check.eq(0), udp_check.eq(0), ip_acc.eq(0), udp_acc.eq(0),
                              n.eq(0), total.eq(hlen + Mux(out_data, Cat(C(0, 2), req.count), 0))]
+                m.next = "SUM"
+            with m.State("SUM"):
+                # The checksums: the headers' bytes, their checksums still zero, a byte a cycle.
+                half = Mux(n[0], byte, Cat(C(0, 8), byte))
+                with m.If(~r6 & (n >= ip_first) & (n < ip_end)):
+                    m.d.sync += ip_acc.eq(ip_acc + half)
+                with m.If(n >= Mux(r6, src6, src4)):
+                    m.d.sync += udp_acc.eq(udp_acc + half)
+                m.d.sync += n.eq(n + 1)
+                with m.If(n == hlen - 1):
+                    m.next = "CHECKSUMS"
+            with m.State("CHECKSUMS"):
+                check = ~reply_udp
+                m.d.sync += [ip_check.eq(~reply_ip),
+                             udp_check.eq(Mux(check == 0, 0xFFFF, check)), n.eq(0)]
                 m.next = "SEND"
             with m.State("SEND"):
                 m.d.comb += adv.eq(~ovalid | o.ready)

@@ -63,6 +63,26 @@ class NeighbourResponder(wiring.Component):
         i = self.i
         m.d.comb += i.ready.eq(1)
         m.d.sync += ended.eq(0)
+
+        # A solicitation's checksum, summed a beat's 16-bit words at a time as the frame comes:
+        # the pseudo-header's addresses and the message (its length is in the frame's bytes 18
+        # and 19, which arrive before any byte of the message).
+        acc = Signal(16 + (cap // 2).bit_length())
+        at_len = (_IP6 + 4) // L                 # the beat the payload length arrives in
+        live = i.payload.data.word_select(((_IP6 + 4) % L), 8)
+        live_len = Cat(i.payload.data.word_select(((_IP6 + 5) % L), 8), live)
+        seen_len = Cat(buf.word_select(_IP6 + 5, 8), buf.word_select(_IP6 + 4, 8))
+        plen_now = Mux(beat == at_len, live_len, seen_len)
+        terms = []
+        for lane in range(0, L, 2):
+            off = Signal(range(cap + L + 1), name=f"offset{lane}")
+            m.d.comb += off.eq(beat * L + lane)
+            hi = Mux(i.payload.keep[lane], i.payload.data.word_select(lane, 8), 0)
+            lo = Mux(i.payload.keep[lane + 1], i.payload.data.word_select(lane + 1, 8), 0)
+            terms.append(Mux((off >= _IP6 + 8) & (off < _ICMP + plen_now) & (beat < beats),
+                             Cat(lo, hi), 0))
+        with m.If(i.valid):
+            m.d.sync += acc.eq(Mux(beat == 0, 0, acc) + sum(terms))
         with m.If(i.valid):
             with m.If(beat < beats):
                 # A frame's first beat starts its count afresh: the next frame may begin in the
@@ -98,11 +118,8 @@ class NeighbourResponder(wiring.Component):
         fits = Signal()
         m.d.comb += fits.eq((plen >= _NS_MIN) & (plen <= cap - _ICMP) & (plen[:3] == 0)
                             & (_ICMP + plen <= length))
-        words = [be(_IP6 + 8 + 2 * k, 2) for k in range(16)] + [plen, Const(ICMPV6, 16)]
-        for k in range((cap - _ICMP) // 2):
-            words.append(Mux(2 * k < plen, be(_ICMP + 2 * k, 2), 0))
-        total = Signal(16 + len(words).bit_length())
-        m.d.comb += total.eq(sum(words))
+        total = Signal(len(acc) + 1)
+        m.d.comb += total.eq(acc + plen + ICMPV6)
         folded = Signal(17)
         m.d.comb += folded.eq(total[:16] + total[16:])
         check_ok = Signal()

@@ -403,8 +403,13 @@ def _cmd_probe(args) -> int:
 def _cmd_stats(args) -> int:
     from . import driver
 
+    board = None
+
     def snapshot(dev):
-        return time.monotonic(), _nic_call(dev.regs.run, driver.counters())
+        nonlocal board
+        if board is None:
+            board = _is_board(dev)
+        return time.monotonic(), _nic_call(dev.regs.run, driver.counters(board))
 
     try:
         with _device(args) as dev:

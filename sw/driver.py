@@ -49,7 +49,7 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
            "set_congestion", "congestion", "path_stats", "PATH_FIELDS",
            "mac_int", "ip_int", "mac_text", "staged_qp",
-           "keeping", "COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
+           "keeping", "COUNTERS", "BOARD_COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
            "route_completions", "poll_cq", "cq_overflows", "mem_read", "mem_write",
            "EVENT_STATES", "EvEvent", "set_ev_event_mask", "ev_events",
            "probe_start", "probe_send", "probe_result", "port_status_update"]
@@ -589,16 +589,23 @@ COUNTERS: tuple[str, ...] = tuple(
         *(f"rx.outcome_{name}" for name in RX_OUTCOMES),
         *(f"rx.{name}" for name in RX_EVENTS),
         *(f"rel.{name}" for name in REL_COUNTERS)})
+#: What a board counts around the NIC: its MACs' frames and errors and its management port's
+#: requests (the mac.* and mgmt.* registers; a NIC without a board has none).
+BOARD_COUNTERS: tuple[str, ...] = tuple(
+    r.path for r in REGISTERS if r.block in ("mac", "mgmt") and r.access is Access.RO)
 #: the per-plane counters' planes: the NIC has registers for MAX_PLANES, its own read 0 beyond
 _COUNTER_PLANE = {f"tx.{what}_p{p}": p for what in ("frames", "bytes") for p in range(MAX_PLANES)}
+_COUNTER_PLANE |= {r.path: int(r.name.rpartition("_p")[2]) for r in REGISTERS
+                   if r.block == "mac"}
 
 
-def counters() -> Program:
-    """Every counter of :data:`COUNTERS` but the per-plane ones of planes the NIC was not built
-    with, ``{"block.name": value}`` in register-map order."""
+def counters(board: bool = False) -> Program:
+    """Every counter of :data:`COUNTERS` (and with ``board``, of :data:`BOARD_COUNTERS`) but the
+    per-plane ones of planes the NIC was not built with, ``{"block.name": value}`` in
+    register-map order."""
     planes = yield from read("global.planes")
     out = {}
-    for path in COUNTERS:
+    for path in COUNTERS + (BOARD_COUNTERS if board else ()):
         if _COUNTER_PLANE.get(path, 0) < planes:
             out[path] = yield from read(path)
     return out

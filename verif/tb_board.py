@@ -240,8 +240,16 @@ async def a_host_drives_the_board_through_its_management_port(dut):
                               f"udp://{BOARD_IPV4}", "regs", "show", "-j", "mac", "mgmt"],
                              capture_output=True, text=True, timeout=WALL_LIMIT)
         assert out.returncode == 0, out.stderr
-        return {row["name"]: row["value"] for row in json.loads(out.stdout)}
-    rows = await run_beside(dut, wires, cli)
+        stats = subprocess.run(["ip", "netns", "exec", netns, *p["cli"], "--target",
+                                f"udp://{BOARD_IPV4}", "stats", "-j"],
+                               capture_output=True, text=True, timeout=WALL_LIMIT)
+        assert stats.returncode == 0, stats.stderr
+        return ({row["name"]: row["value"] for row in json.loads(out.stdout)},
+                json.loads(stats.stdout))
+    rows, stats = await run_beside(dut, wires, cli)
+    # mrcnic stats shows a board's counters beside the NIC's
+    assert stats["mgmt.executed"] >= rows["mgmt.executed"] > 0, stats
+    assert stats["mac.rx_frames_p0"] >= rows["mac.rx_frames_p0"] and "rx.frames" in stats, stats
     assert rows["mac.rx_frames_p0"] > 0 and rows["mac.tx_frames_p0"] > 0, rows
     assert rows["mac.rx_fcs_errors_p0"] == rows["mac.tx_underruns_p0"] == 0, rows
     assert rows["mac.rx_frames_p1"] == 0, rows
