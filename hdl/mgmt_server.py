@@ -437,8 +437,12 @@ class MgmtServer(wiring.Component):
                         m.d.sync += dsum.eq(csum[c])
                 m.d.sync += [cur.eq(Mux(hit.any(), slot, victim)), k.eq(0), fk.eq(0), fb.eq(0)]
                 with m.If(replay):
-                    m.d.sync += [*done(kept, reading & (kept == St.OK)),
+                    # answered again: the client is the most recent one now
+                    m.d.sync += [*done(kept, reading & (kept == St.OK)), clock.eq(clock + 1),
                                  self.replayed.eq(self.replayed + 1)]
+                    for c in range(NC):
+                        with m.If(hit[c]):
+                            m.d.sync += cused[c].eq(clock + 1)
                     m.next = "PREP"
                 with m.Else():
                     m.d.sync += [dsum.eq(0), out_status.eq(St.OK)]

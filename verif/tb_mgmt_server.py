@@ -267,23 +267,27 @@ async def a_retransmission_is_answered_from_the_reply_it_had(dut):
     dut.tx_err_bad_qp.value = 5
     await c.expect(other, data=[5], what="same sequence number, another address")
 
-    # Clients are told apart by address and port; the least recently served makes way.
+    # Clients are told apart by address and port; the one served longest ago makes way, and a
+    # retransmission answered counts as served.
     others = [Client(dut, c.src, c.snk, v6=k % 2 == 1, sport=41000 + k) for k in range(4)]
     dut.qp_write_tready.value = 1
     await ClockCycles(dut.clk, 2)
     dut.qp_write_tready.value = 0
     first = c.next(Opcode.WRITE, by_name("qp.write").offset, 16, 1, [1]).encode()
+
+    async def read_by(o, what):
+        await o.expect(o.next(Opcode.READ, r.offset).encode(), data=[12], what=what)
     await c.expect(first, what="a command from the first client")
     for o in others[:3]:
-        await o.expect(o.next(Opcode.READ, r.offset).encode(), data=[12], what="three more")
+        await read_by(o, "three more clients")
     await c.expect(first, what="the first client's retransmission, still remembered")
-    await others[3].expect(others[3].next(Opcode.READ, r.offset).encode(), data=[12],
-                           what="a fifth client")
-    for o in others[:3]:
-        await o.expect(o.next(Opcode.READ, r.offset).encode(), data=[12], what="three again")
+    await read_by(others[3], "a fifth client: the second makes way, not the first")
+    await c.expect(first, what="the first client's retransmission, remembered still")
+    for o in others:
+        await read_by(o, "four new requests from the others")
     await c.expect(first, Status.DENIED, what="forgotten: carried out again, and refused")
     n = counters(dut)
-    assert n["replayed"] == 3 and n["refused"] == n["dropped"] == n["missed"] == 0, n
+    assert n["replayed"] == 4 and n["refused"] == n["dropped"] == n["missed"] == 0, n
 
 
 @cocotb.test()
