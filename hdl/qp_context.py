@@ -77,7 +77,11 @@ class QpContext(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[])
+        # Five read ports: Yosys builds a shallow memory (a board's few QPs) from flip-flops
+        # and a multiplexer per port, 8k LUT4s at 4 QPs; as distributed RAM, a copy per port,
+        # it is a quarter of that, and no bigger at 16 QPs.
+        m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[],
+                                              attrs={"ram_style": "distributed"})
         m.submodules.seq = seq = Memory(shape=seq_layout(), depth=self._qps, init=[])
         s_wr, q_wr = static.write_port(), seq.write_port()
         # (a request taken as its QP's last message ends must see that message's write-back)
