@@ -79,7 +79,8 @@ class BoardNic(wiring.Component):
                       for p in range(planes)]
         self._mgmt = ManagementPort(width, clients, mgmt.DEFAULT_PORT)
         self._memory = OnChipMemory(width, mem_size)
-        self._bank = RegisterBank({"board.mem_size": mem_size}, registers=regmap.BOARD_REGISTERS)
+        self._bank = RegisterBank({"board.mem_size": mem_size}, registers=regmap.BOARD_REGISTERS,
+                                  planes=planes)
         members = {}
         for p in range(planes):
             members |= {f"ddr{p}_rx_data": In(8), f"ddr{p}_rx_ctl": In(2),

@@ -124,7 +124,7 @@ class Nic(wiring.Component):
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1,
                     "ep.qp": qps - 1, "ep.entry": evs - 1, "qp.cc_profile": cc_profiles - 1,
                     "cc.write": cc_profiles - 1, "path.qp": qps - 1, "path.entry": evs - 1},
-            registers=NIC_REGISTERS)
+            registers=NIC_REGISTERS, planes=planes)
         members = {
             "bus": In(CSRBus()),
             "wr": In(stream.Signature(work_request_layout())),

@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access
+from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access, plane_of
 
 from .csr_bus import CSRBus, Refusal
 
@@ -27,14 +27,22 @@ class RegisterBank(wiring.Component):
     a write to it or to an RW register of its block. The bus's ``refused`` tells why
     (:class:`~.csr_bus.Refusal`).
 
+    The registers of planes the build does not have (``<name>_p<n>``, ``n >= planes``) have no
+    port and no storage: they read 0 and refuse writes (ACCESS).
+
     Parameters
     ----------
     constants : {register path: value} for CONST registers fixed by build parameters.
     limits : {register path: largest value} for RW and CMD registers bounded by build parameters.
     registers : the table (defaults to the project's register map).
+    planes : the planes the build has (default: every plane the map has registers for).
     """
 
-    def __init__(self, constants=None, limits=None, registers=REGISTERS):
+    def __init__(self, constants=None, limits=None, registers=REGISTERS, planes=None):
+        if planes is not None and (not isinstance(planes, int) or planes < 1):
+            raise ValueError(f"planes must be a positive integer, not {planes!r}")
+        self._absent = {r.path for r in registers
+                        if planes is not None and (plane_of(r) or 0) >= planes}
         self._registers = tuple(registers)
         self._constants = dict(constants or {})
         paths = {r.path: r for r in self._registers}
@@ -54,6 +62,8 @@ class RegisterBank(wiring.Component):
             self._limits[path] = value
         members = {"bus": In(CSRBus())}
         for r in self._registers:
+            if r.path in self._absent:
+                continue
             if r.access is Access.RW:
                 members[r.port] = Out(r.width, init=r.reset)
             elif r.access is Access.CMD:
@@ -109,7 +119,9 @@ class RegisterBank(wiring.Component):
                 for r in regs:
                     if r.access is Access.MEM:
                         continue
-                    if r.access is Access.CONST:
+                    if r.path in self._absent:
+                        value = C(0, r.width)
+                    elif r.access is Access.CONST:
                         value = self._constants.get(r.path, r.reset)
                     elif r.path == BUS_ERRORS:
                         value = bus_errors
@@ -118,7 +130,7 @@ class RegisterBank(wiring.Component):
                     else:
                         value = getattr(self, r.port)
                     shadow = None
-                    if r.access is Access.RO and r.words > 1:
+                    if r.access is Access.RO and r.words > 1 and r.path not in self._absent:
                         shadow = Signal(r.width - 32, name=f"snapshot_{r.port}")
                     for k in range(r.words):
                         with m.Case(r.offset + 4 * k):
@@ -143,7 +155,7 @@ class RegisterBank(wiring.Component):
                 for r in regs:
                     if r.access is Access.MEM:
                         continue
-                    takes = r.access in (Access.RW, Access.CMD)
+                    takes = r.access in (Access.RW, Access.CMD) and r.path not in self._absent
                     port = getattr(self, r.port) if takes else None
                     limit = self._limits[r.path]
                     for k in range(r.words):

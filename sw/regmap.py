@@ -21,6 +21,10 @@ bits takes consecutive words, least significant word first. Access kinds:
   counted, so what the gateware receives is exactly what the host staged. A driver writes
   the block's registers, writes the command, and reads it back until 0 before the next one.
 
+A register named ``<name>_p<n>`` belongs to plane ``n`` (:func:`plane_of`). The map has them for
+:data:`MAX_PLANES` planes; a NIC built with fewer (``global.planes``) holds none of the others:
+they read 0 and refuse writes.
+
 The blocks ``board``, ``gen``, ``chk``, ``mac`` and ``mgmt`` (:data:`BOARD_BLOCKS`, offsets
 0xc00 .. 0xdff) exist only on a board (:class:`mrcnic.hdl.board_nic.BoardNic`), whose second
 register bank holds them beside the NIC's; a NIC without a board answers them as unmapped.
@@ -36,7 +40,8 @@ __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by
            "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
            "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "STORE_WORDS",
            "CC_PARAMS", "unpack", "pack", "commands", "memories", "MAC_COUNTERS",
-           "MGMT_COUNTERS", "BOARD_PLANES", "BOARD_BLOCKS", "NIC_REGISTERS", "BOARD_REGISTERS"]
+           "MGMT_COUNTERS", "BOARD_PLANES", "BOARD_BLOCKS", "NIC_REGISTERS", "BOARD_REGISTERS",
+           "plane_of"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0003  # major.minor in the two halves
@@ -44,8 +49,8 @@ ADDR_WIDTH = 13               # byte-address bits of the CSR bus: an 8 KiB windo
 BUS_ERRORS = "global.bus_errors"   # the one RO register the bank drives itself
 
 
-MAX_PLANES = 8                # per-plane registers exist for this many; planes beyond
-                              # ``global.planes`` read 0
+MAX_PLANES = 8                # per-plane registers exist for this many; those of planes
+                              # beyond ``global.planes`` read 0 and refuse writes
 USID_WORDS = 7                # tpl.usids: up to 14 uSIDs of 16 bits
 TX_ERROR_REASONS = ("zero_length", "too_long", "bad_qp", "qp_not_rts", "memory")
 
@@ -675,6 +680,12 @@ def by_name(path: str) -> Register:
 def by_offset(offset: int) -> Register | None:
     """The register one of whose words is at ``offset``."""
     return _BY_OFFSET.get(offset)
+
+
+def plane_of(r: Register) -> int | None:
+    """The plane a per-plane register (``<name>_p<n>``) belongs to; None for the others."""
+    head, sep, tail = r.name.rpartition("_p")
+    return int(tail) if sep and head and tail.isdigit() else None
 
 
 def memories() -> list[Register]:

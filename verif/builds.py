@@ -34,11 +34,14 @@ def header_parser(width):
 #: The register bank's build: its build parameters and the limits they set.
 BANK_CONSTANTS = {"global.data_width": 64, "global.planes": 2, "global.qps": 4}
 BANK_LIMITS = {"qp.write": 3, "ev.index": 15}
+BANK_PLANES = BANK_CONSTANTS["global.planes"]
 
 
 def register_bank():
-    return harness.build(lambda constants, limits: AxisTop(RegisterBank(constants, limits)),
-                         {"constants": BANK_CONSTANTS, "limits": BANK_LIMITS}, "register_bank")
+    return harness.build(
+        lambda constants, limits, planes: AxisTop(RegisterBank(constants, limits, planes=planes)),
+        {"constants": BANK_CONSTANTS, "limits": BANK_LIMITS, "planes": BANK_PLANES},
+        "register_bank")
 
 
 def mgmt_bank():

@@ -45,13 +45,15 @@ def _word_bits(reg: regmap.Register, addr: int) -> int:
 class NicRegisters:
     """A NIC's register window on its CSR bus (tbkit.CsrBus), refusing as the protocol says:
     BAD_ADDRESS where there is no register, BAD_LENGTH for a width that is neither one word nor
-    the register's, DENIED for a write to a register that is not RW or CMD or while its block's
-    command is pending, BAD_VALUE for a value too wide or above a limit (the register map's, or
-    one the NIC's build sets, which the NIC shows by counting the write in global.bus_errors)."""
+    the register's, DENIED for a write to a register that is not RW or CMD, of a plane the NIC
+    does not have, or while its block's command is pending, BAD_VALUE for a value too wide or
+    above a limit (the register map's, or one the NIC's build sets, which the NIC shows by
+    counting the write in global.bus_errors)."""
 
     def __init__(self, csr):
         self.csr = csr
         self.bus_errors = regmap.by_name(regmap.BUS_ERRORS).offset
+        self.planes = regmap.by_name("global.planes").offset
 
     @staticmethod
     def _register(addr: int, width: int) -> regmap.Register:
@@ -74,6 +76,9 @@ class NicRegisters:
         reg = self._register(addr, width)
         if reg.access not in (Access.RW, Access.CMD, Access.MEM):
             raise AccessError(Status.DENIED, f"{reg.path} is {reg.access.value}")
+        plane = regmap.plane_of(reg)
+        if plane is not None and plane >= await self.csr.read(self.planes):
+            raise AccessError(Status.DENIED, f"{reg.path}: the NIC has no plane {plane}")
         if width == reg.width:
             fits = value <= reg.max_value
         else:

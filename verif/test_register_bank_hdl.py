@@ -5,4 +5,5 @@ from mrcnic.verif import builds, harness
 
 def test_register_bank():
     harness.run(builds.register_bank(), "mrcnic.verif.tb_register_bank",
-                {"constants": builds.BANK_CONSTANTS, "limits": builds.BANK_LIMITS})
+                {"constants": builds.BANK_CONSTANTS, "limits": builds.BANK_LIMITS,
+                 "planes": builds.BANK_PLANES})

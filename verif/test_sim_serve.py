@@ -159,12 +159,17 @@ def test_the_served_window_refuses_as_the_protocol_says(served):
     before = snapshot(served.urls)
     with Device(served.urls[0]) as dev:
         c = dev.client
+        planes = c.read(regmap.by_name("global.planes").offset)
+        assert planes < regmap.MAX_PLANES, "no plane is missing: nothing to refuse below"
         for call, status in (
                 (lambda: c.read(0xFF0), mgmt.Status.BAD_ADDRESS),           # nothing there
                 (lambda: c.read(0xFFFF_0100), mgmt.Status.BAD_ADDRESS),     # nor in the sim's
                 (lambda: c.read(regmap.by_name("tx.src_mac").offset, 64), mgmt.Status.BAD_LENGTH),
                 (lambda: c.write(regmap.by_name("rx.frames").offset, 1), mgmt.Status.DENIED),
                 (lambda: c.write(simctl.by_name("nics").offset, 3), mgmt.Status.DENIED),
+                # a plane the NIC does not have
+                (lambda: c.write(regmap.by_name(f"net.sid_p{planes}").offset, 1),
+                 mgmt.Status.DENIED),
                 (lambda: c.write(regmap.by_name("qp.state").offset, 5, 3), mgmt.Status.BAD_VALUE),
                 (lambda: c.write(regmap.by_name("qp.state").offset, 8), mgmt.Status.BAD_VALUE),
                 (lambda: c.write(simctl.by_name("link_down").offset, simctl.link_word(0, 9, 0)),
