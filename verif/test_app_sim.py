@@ -28,7 +28,11 @@ from mrcnic.verif.fabric import nic_ip
 QP = 1          # the system testbench set up QPs 0, 1 and 3 (2 is the probes' DQP) and pinged on
                 # QP 0: this one is ours
 CLI_QP = 3
-POLL_SECONDS = 60
+#: how long a write may take, in simulated time (the largest, 1 MiB, takes well under a
+#: millisecond); the wall clock only guards against a simulation that stopped, since a busy
+#: machine slows the simulation down without anything being wrong with the NIC
+SIM_BUDGET_NS = 5_000_000
+HANG_SECONDS = 600
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +47,28 @@ def dev_qps(dev) -> int:
     return dev.read("global.qps")
 
 
-def _wait(ctx, cq, want: int, qp: int = QP) -> list:
+class SimDeadline:
+    """``budget_ns`` of ``sim``'s time from now; the wall clock only guards against a
+    simulation that stopped."""
+
+    def __init__(self, sim, budget_ns: int = SIM_BUDGET_NS):
+        self.sim, self.budget = sim, budget_ns
+        self.start, self.hang = sim.time_ns(), time.monotonic() + HANG_SECONDS
+
+    def passed(self) -> bool:
+        return self.spent() >= self.budget or time.monotonic() >= self.hang
+
+    def spent(self) -> int:
+        return self.sim.time_ns() - self.start
+
+
+def _wait(ctx, cq, sim, want: int, qp: int = QP) -> list:
     """Polls until ``want`` work completions of QP ``qp`` have come (the CQ takes every QP's:
-    the other tests' QPs may have left some)."""
-    got, deadline = [], time.monotonic() + POLL_SECONDS
+    the other tests' QPs may have left some), within SIM_BUDGET_NS of ``sim``'s time."""
+    got, deadline = [], SimDeadline(sim)
     while len(got) < want:
-        assert time.monotonic() < deadline, f"{len(got)} of {want} completions after " \
-                                            f"{POLL_SECONDS} s: {got}"
+        assert not deadline.passed(), (f"{len(got)} of {want} completions after "
+                                       f"{deadline.spent()} ns of simulated time: {got}")
         got += [c for c in ctx.poll_cq(cq, want - len(got)) if c.qp_num == qp]
     return got
 
@@ -105,12 +124,12 @@ def test_a_write_lands_whole_and_completes_on_both_sides(nics, connected, size, 
     sim0.host_write(laddr, data)
     wr_id = size & 0xFFFF
     ctx0.post_write(qp0, wr_id, laddr, size, va, 0x200 + QP, imm)
-    (sent,) = _wait(ctx0, cq0, 1)
+    (sent,) = _wait(ctx0, cq0, sim0, 1)
     assert (sent.wr_id, sent.status, sent.opcode, sent.qp_num, sent.byte_len) == \
         (wr_id, WrStatus.OK, WcOpcode.RDMA_WRITE, QP, size)
     assert sim1.host_read(va, size) == data, "the peer's memory differs from what was written"
     if imm is not None:
-        (got,) = _wait(ctx1, cq1, 1)
+        (got,) = _wait(ctx1, cq1, sim1, 1)
         assert (got.opcode, got.qp_num, got.imm_data, got.status) == \
             (WcOpcode.RECV_RDMA_WITH_IMM, QP, imm, WrStatus.OK)
     # a write without an immediate completes nothing on the receiving side
@@ -118,7 +137,7 @@ def test_a_write_lands_whole_and_completes_on_both_sides(nics, connected, size, 
 
 
 def test_the_qp_window_follows_its_own_cc_profile_and_each_path_is_counted(nics, connected):
-    (dev0, ctx0, _), _ = nics
+    (dev0, ctx0, sim0), _ = nics
     (_, cq0, qp0), _ = connected
     size = 256 << 10
 
@@ -127,7 +146,7 @@ def test_the_qp_window_follows_its_own_cc_profile_and_each_path_is_counted(nics,
         return sum(r["acked"] for r in got.values())
     before_acked = acked()
     ctx0.post_write(qp0, 0x5A, SEND_BASE, size, RECV_BASE + QP * REGION, 0x200 + QP)
-    (sent,) = _wait(ctx0, cq0, 1)
+    (sent,) = _wait(ctx0, cq0, sim0, 1)
     assert sent.status is WrStatus.OK
     number = Controller(dev0.regs).cc_profile_number(CC_PROFILE)
     view = dev0.regs.run(driver.keeping(("rel.view_qp",), driver.congestion(QP)))
@@ -244,9 +263,9 @@ def test_a_dead_spine_link_shows_in_the_ev_events_and_its_return_too(nics):
                     f"entry {i} reported {e.state.name} twice running: {history[i]}"
                 history[i].append(e.state)
 
-    def until(done, seconds=POLL_SECONDS):
-        deadline = time.monotonic() + seconds
-        while not done() and time.monotonic() < deadline:
+    def until(done, budget_ns=SIM_BUDGET_NS):
+        deadline = SimDeadline(sim0, budget_ns)
+        while not done() and not deadline.passed():
             take()
             time.sleep(0.1)
         take()
@@ -257,12 +276,12 @@ def test_a_dead_spine_link_shows_in_the_ev_events_and_its_return_too(nics):
         for k in range(4):
             regs.run(driver.post_write(q, 0x7000 + k, laddr=SEND_BASE, length=1 << 16,
                                        va=RECV_BASE + q * REGION + (k << 16), rkey=0x100 + q))
-        done, deadline = set(), time.monotonic() + POLL_SECONDS
-        while len(done) < 4 and time.monotonic() < deadline:
+        done, deadline = set(), SimDeadline(sim0)
+        while len(done) < 4 and not deadline.passed():
             done |= {c.wr_id for c in regs.run(driver.poll_cq(16))
                      if not c.recv and c.qp == q and c.status is WrStatus.OK}
         assert done == {0x7000 + k for k in range(4)}, "the writes did not ride out the failure"
-        until(lambda: all(history[i] for i in dead), seconds=5)
+        until(lambda: all(history[i] for i in dead), budget_ns=1_000_000)
         for i in dead:
             assert history[i] == [EvState.ASSUMED_BAD], \
                 f"entry {i} of the dead path reported {history[i]} while it was down"
