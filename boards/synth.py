@@ -537,7 +537,7 @@ def hierarchy_report(result: dict, depth: int = 2) -> str:
     with its children, ``(own)`` is what it holds outside them."""
     tree = result["hierarchy"]
     whole = max(tree[""]["LUT4"], 1)
-    columns = ("LUT4", "TRELLIS_FF", "DP16KD", "PFUMX", "L6MUX21", "CCU2C")
+    columns = ("LUT4", "TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4", "PFUMX", "L6MUX21", "CCU2C")
     rows = [["instance", *(CELLS[c] for c in columns), "LUT4 %"]]
 
     def row(label, cells):
