@@ -589,6 +589,10 @@ def main(argv=None) -> int:
         if args.hierarchy < 1:
             print(f"--hierarchy: DEPTH must be 1 or more, not {args.hierarchy}", file=sys.stderr)
             return 2
+        if args.pack:
+            print("--pack and --hierarchy do not go together: the packed figures are the "
+                  "flattened design's", file=sys.stderr)
+            return 2
         return _hierarchies(names, args)
     t0 = time.monotonic()
     results = synth_blocks(names, args.out, args.timeout, args.jobs,

@@ -41,9 +41,9 @@ class RegisterBank(wiring.Component):
     def __init__(self, constants=None, limits=None, registers=REGISTERS, planes=None):
         if planes is not None and (not isinstance(planes, int) or planes < 1):
             raise ValueError(f"planes must be a positive integer, not {planes!r}")
-        self._absent = {r.path for r in registers
-                        if planes is not None and (plane_of(r) or 0) >= planes}
         self._registers = tuple(registers)
+        self._absent = {r.path for r in self._registers
+                        if planes is not None and (plane_of(r) or 0) >= planes}
         self._constants = dict(constants or {})
         paths = {r.path: r for r in self._registers}
         for path, value in self._constants.items():

@@ -62,3 +62,11 @@ def test_hierarchy_adds_up_as_yosys_does(tmp_path):
     report = synth.hierarchy_report(r, depth=1).splitlines()
     assert report[1].split()[0] == "eth_mac" and report[2].split()[0] == "(own)"
     assert len(report) == 3 + sum(1 for p in tree if p and "." not in p)
+
+
+@pytest.mark.parametrize("args", [["--hierarchy", "0"], ["--hierarchy", "--pack"]])
+def test_bad_hierarchy_requests_are_refused(tmp_path, capsys, args):
+    assert synth.main(["eth_mac", *args, "--out", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "--hierarchy" in err, err
+    assert not any(tmp_path.iterdir())
