@@ -618,10 +618,10 @@ def main(argv=None) -> int:
 def _hierarchies(names, args) -> int:
     """``--hierarchy``: each block kept hierarchical, reported by instance."""
     ok = True
-    for name in names:
+    for done, name in enumerate(names, 1):
         print(f"{name}: synthesising, hierarchy kept", file=sys.stderr, flush=True)
         r = synth_block(name, args.out, args.timeout, keep_hierarchy=True)
-        print(_progress(r, 1, 1), file=sys.stderr, flush=True)
+        print(_progress(r, done, len(names)), file=sys.stderr, flush=True)
         if r["status"] != "ok":
             ok = False
             continue
