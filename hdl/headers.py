@@ -10,12 +10,27 @@ from amaranth.lib import data
 
 from mrcnic import wire
 
-__all__ = ["header_layout", "field_value", "header_view", "header_bytes"]
+__all__ = ["header_layout", "assign_fields", "field_value", "header_view", "header_bytes"]
 
 
-def header_layout(hdr: wire.Header, *, reserved=False):
-    """A ``StructLayout`` with one member per field (reserved fields only if asked)."""
+def header_layout(hdr: wire.Header, *, reserved=False, only=None):
+    """A ``StructLayout`` with one member per field (reserved fields only if asked), or only
+    the fields named in ``only``."""
+    if only is not None:
+        return data.StructLayout({name: hdr.field(name).bits for name in only})
     return data.StructLayout({f.name: f.bits for f in hdr.fields if reserved or not f.reserved})
+
+
+def assign_fields(dst, src):
+    """Statements setting each field of the view ``dst`` (nested struct layouts walked) from
+    the field of the same name in ``src``, a view with at least those fields."""
+    out = []
+    for name, f in dst.shape():
+        if isinstance(f.shape, data.StructLayout):
+            out += assign_fields(dst[name], src[name])
+        else:
+            out.append(dst[name].eq(src[name]))
+    return out
 
 
 def field_value(window, hdr: wire.Header, name: str, base: int):

@@ -7,14 +7,15 @@ from amaranth.lib.wiring import In, Out
 from mrcnic import wire
 
 from .frame_filter import FrameFilter
-from .header_parser import HeaderParser, ParseError, parsed_layout
-from .headers import header_bytes
+from .header_parser import HeaderParser, ParseError
+from .headers import assign_fields, header_bytes, header_layout
 from .icrc_checker import IcrcChecker
 from .rx_ingress import RxIngress
-from .srv6_decap import Srv6Decapsulator
+from .srv6_decap import Srv6Decapsulator, strip_layout
 from .stream import check_width, packet_layout
 
-__all__ = ["FRONT_STATS", "rx_meta_layout", "drop_reasons", "arrival_tc", "is_trimmed", "RxFront"]
+__all__ = ["FRONT_STATS", "carried_layout", "rx_meta_layout", "drop_reasons", "arrival_tc",
+           "is_trimmed", "RxFront"]
 
 #: the frame filter's reasons after the parser's own: a frame a guard cut short, and one for
 #: another node
@@ -25,9 +26,22 @@ NOT_MINE = CUT + 1
 #: the front end's own blocks' counts, by port name (the register map's icrc.* and parser.*)
 FRONT_STATS = ("icrc_frames", "icrc_bad", "parser_frames", "parser_errors", "parser_last_error")
 
+def carried_layout():
+    """The parser's fields the transport layer reads. Only these travel on: every bit of the
+    record is stored per frame in three queues, and the whole record is ~1000 bits."""
+    return data.StructLayout({
+        "outer_present": 1,
+        "outer": header_layout(wire.IPV6, only=("tc",)),
+        "ip": header_layout(wire.IPV6, only=("tc", "flow_label")),
+        "udp": header_layout(wire.UDP, only=("sport",)),
+        "bth": header_layout(wire.BTH),
+    })
+
+
 def rx_meta_layout(planes):
-    """What travels with every frame that passes: the parser's record and the plane it came on."""
-    return data.StructLayout({"parsed": parsed_layout(), "plane": range(planes)})
+    """What travels with every frame that passes: the parser's fields the transport layer
+    reads and the plane it came on."""
+    return data.StructLayout({"parsed": carried_layout(), "plane": range(planes)})
 
 
 def arrival_tc(parsed):
@@ -57,7 +71,8 @@ class RxFront(wiring.Component):
     layer answers) -> ``o``.
 
     Every frame that leaves is plain RoCEv2 (Ethernet, the inner IPv6 packet, ICRC), with the
-    parser's record of its outer and inner headers and its plane on every beat. Nothing else
+    parser's fields the transport layer reads (:func:`carried_layout`) and its plane on every
+    beat. Nothing else
     leaves: each frame dropped is counted by its reason.
 
     An SRv6 frame is for this node when its outer destination is ``sid`` of the plane it came
@@ -88,7 +103,9 @@ class RxFront(wiring.Component):
         meta = rx_meta_layout(planes)
         self._ingress = RxIngress(width, planes, max_frame, timeout)
         self._parser = HeaderParser(width, max_segments, max_frame)
-        self._wellformed = FrameFilter(width, meta, NOT_MINE + 1, depth)
+        # The first filter also carries what the decapsulator strips, worked out from the
+        # record while it is at hand.
+        self._wellformed = FrameFilter(width, self._staged_layout(), NOT_MINE + 1, depth)
         self._decap = Srv6Decapsulator(width, max_segments)
         self._icrc = IcrcChecker(width)
         self._checked = FrameFilter(width, meta, 1, depth)
@@ -101,6 +118,10 @@ class RxFront(wiring.Component):
         members.update({name: Out(32) for name in FRONT_STATS[:-1]})
         members["parser_last_error"] = Out(ParseError)
         super().__init__(members)
+
+    def _staged_layout(self):
+        return data.StructLayout({"strip": strip_layout(self._segs),
+                                  "meta": rx_meta_layout(self._planes)})
 
     def elaborate(self, platform):
         m = Module()
@@ -141,29 +162,32 @@ class RxFront(wiring.Component):
         m.d.comb += [
             v.drop.eq(~parsed_ok | sd.cut | not_mine),
             v.reason.eq(Mux(sd.cut, CUT, Mux(parsed_ok, NOT_MINE, rec.error.as_value()))),
-            v.meta.parsed.eq(rec), v.meta.plane.eq(sd.plane),
+            *assign_fields(v.meta.meta.parsed, rec), v.meta.meta.plane.eq(sd.plane),
             wf.verdict.valid.eq(parser.meta.valid & sides.r_rdy),
             parser.meta.ready.eq(wf.verdict.ready & sides.r_rdy),
             sides.r_en.eq(parser.meta.valid & wf.verdict.ready & sides.r_rdy),
         ]
 
+        outer = Mux(rec.outer_present, wire.IPV6.length, 0)
+        srh = Mux(rec.srh_present, wire.SRH.length + 8 * rec.srh.hdr_ext_len, 0)
+        m.d.comb += [
+            v.meta.strip.eth.eq(header_bytes(
+                {f.name: rec.eth[f.name] for f in wire.ETHERNET.fields}, wire.ETHERNET)),
+            v.meta.strip.bytes.eq(outer + srh),
+        ]
+
         # First filter -> decapsulator. At a frame's first beat its strip record goes to the
         # decapsulator and its record to the second filter, which judges it after the ICRC.
         w = wf.o.payload
-        pr = w.meta.parsed
         m.submodules.metas = metas = fifo.SyncFIFOBuffered(width=meta.size, depth=16)
         first = Signal(init=1)
         sent = Signal()
         room = decap.strip.ready & metas.w_rdy
         go = ~first | sent | room
-        outer = Mux(pr.outer_present, wire.IPV6.length, 0)
-        srh = Mux(pr.srh_present, wire.SRH.length + 8 * pr.srh.hdr_ext_len, 0)
         m.d.comb += [
-            decap.strip.payload.eth.eq(header_bytes(
-                {f.name: pr.eth[f.name] for f in wire.ETHERNET.fields}, wire.ETHERNET)),
-            decap.strip.payload.bytes.eq(outer + srh),
+            decap.strip.payload.eq(w.meta.strip),
             decap.strip.valid.eq(wf.o.valid & first & ~sent & metas.w_rdy),
-            metas.w_en.eq(wf.o.valid & first & ~sent & room), metas.w_data.eq(w.meta),
+            metas.w_en.eq(wf.o.valid & first & ~sent & room), metas.w_data.eq(w.meta.meta),
             decap.i.payload.data.eq(w.data), decap.i.payload.keep.eq(w.keep),
             decap.i.payload.last.eq(w.last),
             decap.i.valid.eq(wf.o.valid & go), wf.o.ready.eq(decap.i.ready & go),
