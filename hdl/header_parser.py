@@ -2,7 +2,7 @@
 
 
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -101,44 +101,77 @@ class HeaderParser(wiring.Component):
         SRH_AT = OUTER + IP.length
         STACK = IP.length + UDP.length + BTH.length   # inner IPv6 .. BTH
 
-        window = Signal(8 * N)
+        # The headers at fixed places (Ethernet, the first IPv6 header, an SRH's own 8 bytes)
+        # are kept in a window; the inner stack, which starts after the SRH's segments, is
+        # captured from the beats as they pass, so the segments themselves are never stored.
+        FIXED = SRH_AT + SRH.length
+        fixed_beats = -(-FIXED // L)
+        window = Signal(8 * FIXED)
         beat = Signal(range(win_beats + 1))
         length = Signal(16)                     # bytes before the current beat, saturating
 
-        # The window as it stands with the current beat in it; bytes past the frame's end read
-        # as zero, never as a previous frame's.
-        cur = Signal(8 * N)
-        for b in range(win_beats):
-            lo, hi = b * L, min(N, (b + 1) * L)
-            with m.If(beat > b):
-                m.d.comb += cur[8 * lo:8 * hi].eq(window[8 * lo:8 * hi])
-            with m.Elif(beat == b):
-                for lane in range(hi - lo):
-                    with m.If(self.i.payload.keep[lane]):
-                        m.d.comb += cur.word_select(lo + lane, 8).eq(
-                            self.i.payload.data.word_select(lane, 8))
+        # The window as it stands with the current beat in it. Every rule below reads only
+        # bytes the frame has (each checks the length first), so bytes past its end may hold
+        # anything, except in the Ethernet header, which a malformed frame reports: there they
+        # read as zero, never as a previous frame's.
+        cur = Signal(8 * FIXED)
+        d = self.i.payload
+        for b in range(fixed_beats):
+            lo, hi = b * L, min(FIXED, (b + 1) * L)
+            eth_end = min(max(ETH.length - lo, 0), hi - lo)     # lanes of this beat in it
+            for lane in range(eth_end):
+                at = lo + lane
+                with m.If(beat > b):
+                    m.d.comb += cur.word_select(at, 8).eq(window.word_select(at, 8))
+                with m.Elif((beat == b) & d.keep[lane]):
+                    m.d.comb += cur.word_select(at, 8).eq(d.data.word_select(lane, 8))
+            if eth_end < hi - lo:
+                rest = slice(8 * (lo + eth_end), 8 * hi)
+                m.d.comb += cur[rest].eq(Mux(beat == b, d.data[8 * eth_end:8 * (hi - lo)],
+                                             window[rest]))
 
         total = Signal(17)
         m.d.comb += total.eq(length + keep_count(m, self.i.payload.keep))
 
-        # Where the inner IPv6 header starts: sel 0 plain, 1 outer IPv6, 2 + k outer + SRH of k.
+        # Where the inner IPv6 header starts: case 0 plain, 1 outer IPv6, 2 + k outer + SRH of
+        # k segments (the last case also takes any longer list, which the SRH rules refuse).
         nh0 = field_value(cur, IP, "next_header", OUTER)
         srh = header_view(cur, SRH, SRH_AT)
-        segs = Signal(range(K + 1))
-        m.d.comb += segs.eq(srh.hdr_ext_len >> 1)
-        bases = [OUTER, SRH_AT] + [SRH_AT + SRH.length + 16 * k for k in range(K + 1)]
-        sel = Signal(range(len(bases)))
+        bases = [OUTER, SRH_AT] + [FIXED + 16 * k for k in range(K + 1)]
+        case = Signal(len(bases))              # one-hot
         with m.If(nh0 == wire.IPPROTO_IPV6):
-            m.d.comb += sel.eq(1)
+            m.d.comb += case.eq(1 << 1)
         with m.Elif(nh0 == wire.IPPROTO_ROUTING):
-            m.d.comb += sel.eq(2 + segs)
-        inner = Signal(8 * STACK)
+            with m.Switch(srh.hdr_ext_len >> 1):
+                for k in range(K + 1):
+                    with m.Case(k):
+                        m.d.comb += case.eq(1 << (2 + k))
+                with m.Default():
+                    m.d.comb += case.eq(1 << (len(bases) - 1))
+        with m.Else():
+            m.d.comb += case.eq(1)
         base = Signal(range(bases[-1] + 1))
-        with m.Switch(sel):
+        m.d.comb += base.eq(sum(Mux(case[c], off, 0) for c, off in enumerate(bases)))
+
+        # The inner stack as it stands: a byte inside the window comes from it; one past it is
+        # taken at the beat and lane where it passes. The case is known by then (it rests on
+        # bytes 20 and 55, both in the window); a byte taken earlier on a case read from bytes
+        # not yet arrived is taken again, rightly, at its own beat.
+        inner_q = Signal(8 * STACK)
+        inner = Signal(8 * STACK)
+        for j in range(STACK):
+            byte = inner.word_select(j, 8)
+            m.d.comb += byte.eq(inner_q.word_select(j, 8))
+            passing = {}                        # (beat, lane) -> the cases that take it there
             for c, off in enumerate(bases):
-                # The last case as Default: sel never exceeds it, and the case is then complete.
-                with (m.Case(c) if c < len(bases) - 1 else m.Default()):
-                    m.d.comb += [inner.eq(cur[8 * off:8 * (off + STACK)]), base.eq(off)]
+                if off + j < FIXED:
+                    with m.If(case[c]):
+                        m.d.comb += byte.eq(cur.word_select(off + j, 8))
+                else:
+                    passing.setdefault(divmod(off + j, L), []).append(c)
+            for (b, lane), cs in passing.items():
+                with m.If((beat == b) & Cat(*(case[c] for c in cs)).any()):
+                    m.d.comb += byte.eq(d.data.word_select(lane, 8))
 
         eth = header_view(cur, ETH, 0)
         outer = header_view(cur, IP, OUTER)
@@ -219,7 +252,7 @@ class HeaderParser(wiring.Component):
                 with m.If(error != ParseError.NONE):
                     m.d.sync += [self.errors.eq(self.errors + 1), self.last_error.eq(error)]
             with m.Else():
-                m.d.sync += window.eq(cur)
+                m.d.sync += [window.eq(cur), inner_q.eq(inner)]
                 with m.If(beat != win_beats):
                     m.d.sync += beat.eq(beat + 1)
                 with m.If(length < (1 << 16) - L):
