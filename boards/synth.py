@@ -42,7 +42,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-__all__ = ["BLOCKS", "CELLS", "DEVICES", "main", "synth_block", "synth_blocks"]
+__all__ = ["BLOCKS", "CELLS", "DEVICES", "lutrams", "main", "synth_block", "synth_blocks"]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: where results go unless --out says otherwise (MRCNIC_BUILD moves build/, as for simulation)
@@ -333,6 +333,19 @@ def hierarchy(stat: dict, top: str) -> dict[str, dict[str, int]]:
             for name in sorted(modules) if name == top or name.startswith(top + ".")}
 
 
+def lutrams(netlist: dict, top: str) -> dict[str, int]:
+    """Distributed RAM cells (TRELLIS_DPR16X4) per memory of a flattened netlist (Yosys
+    ``-json``), most first: {memory's instance path: cells}. Yosys names each cell after its
+    memory and the cell's row and column, and keeps those names through flattening, while the
+    logic LUTs lose theirs in ABC; so of a flattened design this is what can be told apart."""
+    counts: dict[str, int] = {}
+    for name, cell in netlist["modules"][top]["cells"].items():
+        if cell["type"] == "TRELLIS_DPR16X4":
+            memory = re.sub(r"(\.\d+){2}$", "", name)
+            counts[memory] = counts.get(memory, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def _run(cmd: list[str], work: Path, log_name: str, timeout: float) -> int | None:
     """Runs a YoWASP tool in ``work`` (all it sees), its output into ``log_name``; its exit
     status, None after ``timeout``. Raises OSError when the tool will not start."""
@@ -354,6 +367,8 @@ def _run(cmd: list[str], work: Path, log_name: str, timeout: float) -> int | Non
 #: takes, logic, carry chains and distributed RAM alike, which is what fills a device
 PACKED = {"TRELLIS_COMB": "LUT4 sites", "TRELLIS_FF": "FF", "DP16KD": "DP16KD",
           "MULT18X18D": "MULT18"}
+#: memories listed by name in the report's distributed RAM table
+LUTRAM_ROWS = 12
 #: the device packed onto: the largest ECP5, so a design too big for the boards still packs
 PACK_DEVICE = ("--85k", "--package", "CABGA381")
 
@@ -380,7 +395,8 @@ def _pack(name: str, work: Path, timeout: float) -> dict:
                                       ("TRELLIS_FF", totals["TRELLIS_FF"]),
                                       ("DP16KD", totals["DP16KD"]))}
             for dev, totals in DEVICES.items()}
-    return {"packed": packed, "fill": fill, "pack_seconds": seconds}
+    return {"packed": packed, "fill": fill, "pack_seconds": seconds,
+            "lutram": lutrams(json.loads((work / f"{name}.json").read_text()), name)}
 
 
 def synth_block(name: str, out: Path = OUT, timeout: float = TIMEOUT,
@@ -521,6 +537,16 @@ def report(results: dict[str, dict]) -> str:
                            *(f"{r['fill'][dev]['TRELLIS_COMB']:.1f}" for dev in DEVICES)])
     if len(packed) > 1:
         text += "\n\n" + _table(packed, 1)
+    for r in results.values():
+        if r.get("lutram"):
+            # Each distributed RAM takes six LUT4 sites (four to store, two to write).
+            rows = [[f"{r['block']}: distributed RAM", "DPR16X4", "LUT4 sites"]]
+            shown = list(r["lutram"].items())[:LUTRAM_ROWS]
+            rows += [[memory, str(n), str(6 * n)] for memory, n in shown]
+            rest = sum(r["lutram"].values()) - sum(n for _, n in shown)
+            if rest:
+                rows.append([f"({len(r['lutram']) - len(shown)} more)", str(rest), str(6 * rest)])
+            text += "\n\n" + _table(rows, 1)
     problems = [f"{r['block']}: {r['detail']}" for r in results.values() if r["status"] != "ok"]
     problems += [f"{r['block']}: not packed: {r['pack_detail']}" for r in results.values()
                  if "pack_detail" in r]

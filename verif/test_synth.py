@@ -32,6 +32,9 @@ def test_blocks_synthesise_for_ecp5(tmp_path):
         assert packed["DP16KD"] == cells["DP16KD"], (packed, cells)
         assert packed["TRELLIS_COMB"] >= (cells["LUT4"] + 2 * cells["CCU2C"]
                                           + 4 * cells["TRELLIS_DPR16X4"]), (packed, cells)
+        # Every distributed RAM is put down to the memory it belongs to.
+        assert sum(r["lutram"].values()) == cells["TRELLIS_DPR16X4"], (r["lutram"], cells)
+        assert all(n > 0 and "$" not in memory for memory, n in r["lutram"].items()), r["lutram"]
     # The MAC keeps its frames in block RAM: a buffer each way.
     assert results["eth_mac"]["cells"]["DP16KD"] > 0, results["eth_mac"]["cells"]
 
