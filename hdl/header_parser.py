@@ -2,6 +2,9 @@
 
 
 
+from functools import reduce
+from operator import or_
+
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -151,7 +154,8 @@ class HeaderParser(wiring.Component):
         with m.Else():
             m.d.comb += case.eq(1)
         base = Signal(range(bases[-1] + 1))
-        m.d.comb += base.eq(sum(Mux(case[c], off, 0) for c, off in enumerate(bases)))
+        # One case holds at a time: an OR of the masked offsets, not a chain of adders.
+        m.d.comb += base.eq(reduce(or_, (Mux(case[c], off, 0) for c, off in enumerate(bases))))
 
         # The inner stack as it stands: a byte inside the window comes from it; one past it is
         # taken at the beat and lane where it passes. The case is known by then (it rests on

@@ -72,8 +72,7 @@ class RxFront(wiring.Component):
 
     Every frame that leaves is plain RoCEv2 (Ethernet, the inner IPv6 packet, ICRC), with the
     parser's fields the transport layer reads (:func:`carried_layout`) and its plane on every
-    beat. Nothing else
-    leaves: each frame dropped is counted by its reason.
+    beat. Nothing else leaves: each frame dropped is counted by its reason.
 
     An SRv6 frame is for this node when its outer destination is ``sid`` of the plane it came
     on and no SRH segments are left (this NIC is the route's last SR node: RFC 8986 4.1 leaves
