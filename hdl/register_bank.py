@@ -27,6 +27,10 @@ class RegisterBank(wiring.Component):
     a write to it or to an RW register of its block. The bus's ``refused`` tells why
     (:class:`~.csr_bus.Refusal`).
 
+    An RW register reads back from a block RAM copy written beside it, so the read multiplexer
+    carries only what the gateware drives (RO registers, command states): a word not written
+    since the last reset reads its reset value, as the register's own storage holds it then.
+
     The registers of planes the build does not have (``<name>_p<n>``, ``n >= planes``) have no
     port and no storage: they read 0 and refuse writes (ACCESS).
 
@@ -113,6 +117,30 @@ class RegisterBank(wiring.Component):
         in_mem = Signal()
         m.d.comb += in_mem.eq(Cat(*mem_hits, C(0, 1)).any())
 
+        # RW registers read back from a copy in block RAM (their storage drives the gateware
+        # and stays in flip-flops): a multiplexer over some 2,700 bits of them cost as many
+        # LUTs. ``written`` says which words the copy holds since the last reset; the others
+        # read their reset value.
+        rw_words = [(r.offset + 4 * k, r, k) for r in regs
+                    if r.access is Access.RW and r.path not in self._absent
+                    for k in range(r.words)]
+        rw_index = {addr: i for i, (addr, _, _) in enumerate(rw_words)}
+        rw_hit = Signal()
+        rw_fresh = Signal()
+        written = Signal(max(1, len(rw_words)))
+        if rw_words:
+            base = min(addr for addr, _, _ in rw_words) >> 2
+            span = (max(addr for addr, _, _ in rw_words) >> 2) - base + 1
+            m.submodules.readback = copy = Memory(shape=32, depth=span, init=[])
+            c_rd, c_wr = copy.read_port(), copy.write_port()
+            c_addr = Signal(range(span))
+            m.d.comb += [c_addr.eq(bus.addr[2:] - base), c_rd.addr.eq(c_addr),
+                         c_rd.en.eq(bus.r_stb), c_wr.addr.eq(c_addr), c_wr.data.eq(bus.w_data)]
+            with m.If(rw_hit & rw_fresh):
+                m.d.comb += bus.r_data.eq(c_rd.data)
+        with m.If(bus.r_stb):
+            m.d.sync += rw_hit.eq(0)
+
         # Reads. The first word of a wide RO register snapshots the rest for the words after.
         with m.If(bus.r_stb):
             with m.Switch(bus.addr):
@@ -132,6 +160,13 @@ class RegisterBank(wiring.Component):
                     shadow = None
                     if r.access is Access.RO and r.words > 1 and r.path not in self._absent:
                         shadow = Signal(r.width - 32, name=f"snapshot_{r.port}")
+                    if r.access is Access.RW and r.path not in self._absent:
+                        for k in range(r.words):
+                            with m.Case(r.offset + 4 * k):
+                                i = rw_index[r.offset + 4 * k]
+                                m.d.sync += [r_word.eq((r.reset >> 32 * k) & 0xFFFF_FFFF),
+                                             rw_hit.eq(1), rw_fresh.eq(written[i])]
+                        continue
                     for k in range(r.words):
                         with m.Case(r.offset + 4 * k):
                             if k == 0:
@@ -178,6 +213,10 @@ class RegisterBank(wiring.Component):
                                 m.d.sync += store[lo:hi].eq(word)
                                 if r.access is Access.CMD:
                                     m.d.sync += port.valid.eq(1)
+                                else:
+                                    i = rw_index[r.offset + 4 * k]
+                                    m.d.comb += c_wr.en.eq(1)
+                                    m.d.sync += written[i].eq(1)
                 with m.Default():
                     with m.If(~in_mem):
                         m.d.comb += why_write.eq(Refusal.ADDRESS)
