@@ -21,9 +21,9 @@ def host():
 def test_board_management(host):
     harness.run(builds.board_pair(), "mrcnic.verif.tb_board",
                 {"netns": host.netns, "taps": host.taps,
-                 "cli": [sys.executable, "-m", "mrcnic.cli"]})
+                 "cli": [sys.executable, "-m", "mrcnic.cli"]}, tag="management")
 
 
 def test_two_boards_run_mrc(host):
     harness.run(builds.board_pair(), "mrcnic.verif.tb_board_pair",
-                {"netns": host.netns, "taps": host.taps})
+                {"netns": host.netns, "taps": host.taps}, tag="pair")
