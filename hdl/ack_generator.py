@@ -43,7 +43,7 @@ class AckGenerator(wiring.Component):
     i : In(stream event_layout(qps));  ack : Out(stream ack_layout(qps))
     coalesce : In(8), arrivals per SACK (0 acts as 1);  timeout : In(32), cycles
     share_period : In(16), cycles (0: ``rcv_cwnd_pen`` is 0)
-    sacks, nacks : Out(32), sent (wrap)
+    sacks, nacks : Out(1), events (:attr:`events`): one sent
     """
 
     def __init__(self, qps=16):
@@ -55,8 +55,13 @@ class AckGenerator(wiring.Component):
             "i": In(stream.Signature(event_layout(qps))),
             "ack": Out(stream.Signature(ack_layout(qps))),
             "coalesce": In(8), "timeout": In(32), "share_period": In(16),
-            "sacks": Out(32), "nacks": Out(32),
+            "sacks": Out(1), "nacks": Out(1),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("sacks", "nacks")
 
     def elaborate(self, platform):
         m = Module()
@@ -103,9 +108,9 @@ class AckGenerator(wiring.Component):
 
         with m.If(self.ack.valid & self.ack.ready):
             with m.If(a.kind == AckKind.SACK):
-                m.d.sync += self.sacks.eq(self.sacks + 1)
+                m.d.comb += self.sacks.eq(1)
             with m.Else():
-                m.d.sync += self.nacks.eq(self.nacks + 1)
+                m.d.comb += self.nacks.eq(1)
 
         with m.FSM():
             with m.State("IDLE"):

@@ -38,7 +38,8 @@ class FrameFilter(wiring.Component):
     ----------
     i : In(PacketStream(width));  verdict : In(stream verdict_layout(meta, reasons))
     o : Out(stream {data, keep, last, meta})
-    passed : Out(32);  dropped<k> : Out(32), frames dropped for reason k (wrap)
+    passed : Out(1);  dropped<k> : Out(1), events (:attr:`events`): a frame passed, or
+        dropped for reason k, this cycle
     """
 
     def __init__(self, width, meta, reasons=1, depth=512):
@@ -53,10 +54,15 @@ class FrameFilter(wiring.Component):
             "i": In(PacketStream(width)),
             "verdict": In(stream.Signature(verdict_layout(meta, reasons))),
             "o": Out(stream.Signature(out)),
-            "passed": Out(32),
+            "passed": Out(1),
         }
-        members.update({f"dropped{k}": Out(32) for k in range(reasons)})
+        members.update({f"dropped{k}": Out(1) for k in range(reasons)})
         super().__init__(members)
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("passed", *(f"dropped{k}" for k in range(self._reasons)))
 
     def elaborate(self, platform):
         m = Module()
@@ -100,12 +106,11 @@ class FrameFilter(wiring.Component):
             m.d.comb += [nxt.eq(ends.r_data), ends.r_en.eq(1), verdicts.r_en.eq(1)]
             for k in range(self._reasons):
                 with m.If(v.reason == k):
-                    count = getattr(self, f"dropped{k}")
-                    m.d.sync += count.eq(count + 1)
+                    m.d.comb += getattr(self, f"dropped{k}").eq(1)
         with m.Elif(self.o.valid & self.o.ready):
             m.d.comb += nxt.eq((rp + 1)[:len(rp)])
             with m.If(beat.last):
                 m.d.comb += [ends.r_en.eq(1), verdicts.r_en.eq(1)]
-                m.d.sync += self.passed.eq(self.passed + 1)
+                m.d.comb += self.passed.eq(1)
         m.d.sync += rp.eq(nxt)
         return m

@@ -74,7 +74,7 @@ class HeaderParser(wiring.Component):
     i : In(PacketStream(width))
     o : Out(PacketStream(width))
     meta : Out(stream.Signature(parsed_layout()))
-    frames, errors : Out(32), frames parsed and frames found malformed (wrap).
+    frames, errors : Out(1), events (:attr:`events`): a frame parsed, one found malformed.
     last_error : Out(ParseError), the reason of the latest malformed frame.
     """
 
@@ -89,8 +89,13 @@ class HeaderParser(wiring.Component):
         super().__init__({
             "i": In(PacketStream(width)), "o": Out(PacketStream(width)),
             "meta": Out(stream.Signature(parsed_layout())),
-            "frames": Out(32), "errors": Out(32), "last_error": Out(ParseError),
+            "frames": Out(1), "errors": Out(1), "last_error": Out(ParseError),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("frames", "errors")
 
     def elaborate(self, platform):
         m = Module()
@@ -251,10 +256,12 @@ class HeaderParser(wiring.Component):
             with m.If(self.i.payload.last):
                 m.d.sync += [
                     self.meta.payload.eq(record), self.meta.valid.eq(1),
-                    beat.eq(0), length.eq(0), self.frames.eq(self.frames + 1),
+                    beat.eq(0), length.eq(0),
                 ]
+                m.d.comb += self.frames.eq(1)
                 with m.If(error != ParseError.NONE):
-                    m.d.sync += [self.errors.eq(self.errors + 1), self.last_error.eq(error)]
+                    m.d.comb += self.errors.eq(1)
+                    m.d.sync += self.last_error.eq(error)
             with m.Else():
                 m.d.sync += [window.eq(cur), inner_q.eq(inner)]
                 with m.If(beat != win_beats):

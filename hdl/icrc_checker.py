@@ -28,18 +28,23 @@ class IcrcChecker(wiring.Component):
     ----------
     i : In(PacketStream(width))
     o : Out(stream.Signature(checked_packet_layout(width)))
-    frames, bad : Out(32), frames seen and frames with a wrong ICRC (wrap).
+    frames, bad : Out(1), events (:attr:`events`): a frame seen, one with a wrong ICRC.
     """
 
     def __init__(self, width=64):
         self._width = check_width(width)
         super().__init__({"i": In(PacketStream(width)),
                           "o": Out(stream.Signature(checked_packet_layout(width))),
-                          "frames": Out(32), "bad": Out(32)})
+                          "frames": Out(1), "bad": Out(1)})
 
     @property
     def width(self):
         return self._width
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("frames", "bad")
 
     def elaborate(self, platform):
         m = Module()
@@ -59,9 +64,8 @@ class IcrcChecker(wiring.Component):
         ]
         with m.If(self.i.valid & self.i.ready):
             with m.If(self.i.payload.last):
-                m.d.sync += [crc.eq(ICRC_SEED), beat.eq(0), self.frames.eq(self.frames + 1)]
-                with m.If(~ok):
-                    m.d.sync += self.bad.eq(self.bad + 1)
+                m.d.sync += [crc.eq(ICRC_SEED), beat.eq(0)]
+                m.d.comb += [self.frames.eq(1), self.bad.eq(~ok)]
             with m.Else():
                 m.d.sync += crc.eq(crc_next)
                 with m.If(beat != beats):

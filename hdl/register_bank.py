@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic.regmap import BUS_ERRORS, REGISTERS, Access, plane_of
 
+from .counter_bank import CounterBank
 from .csr_bus import CSRBus, Refusal
 
 __all__ = ["RegisterBank"]
@@ -19,7 +20,9 @@ class RegisterBank(wiring.Component):
     register is a port of that name driven in by the gateware; each ``CMD`` register is an
     ``Out(stream.Signature(width))`` of that name whose payload is the value written, valid until
     the gateware takes it. ``CONST`` registers read the value given in ``constants``. Each
-    ``MEM`` register is a block RAM of its words, which only the bus reaches.
+    ``MEM`` register is a block RAM of its words, which only the bus reaches. A counter (an RO
+    register with ``counts``) is a port of that name taking an increment each cycle; the bank
+    keeps the counts in a :class:`~.counter_bank.CounterBank`.
 
     Refused accesses change nothing and count in ``global.bus_errors`` (which the bank drives
     itself): an unmapped offset, a write to a register that is not RW or CMD, a value wider than
@@ -72,6 +75,8 @@ class RegisterBank(wiring.Component):
                 members[r.port] = Out(r.width, init=r.reset)
             elif r.access is Access.CMD:
                 members[r.port] = Out(stream.Signature(r.width))
+            elif r.access is Access.RO and r.counts:
+                members[r.port] = In(r.counts)
             elif r.access is Access.RO and r.path != BUS_ERRORS:
                 members[r.port] = In(r.width)
         super().__init__(members)
@@ -141,6 +146,26 @@ class RegisterBank(wiring.Component):
         with m.If(bus.r_stb):
             m.d.sync += rw_hit.eq(0)
 
+        # Counters: a read of one's first word reads the counter bank; a second word reads
+        # what the first read left (as a wide RO register's snapshot).
+        counters = [r for r in regs if r.access is Access.RO and r.counts
+                    and r.path not in self._absent]
+        cnt_index = {r.path: i for i, r in enumerate(counters)}
+        cnt_hit, cnt_wide = Signal(), Signal()
+        if counters:
+            m.submodules.counters = cnt = CounterBank([r.counts for r in counters],
+                                                      max(r.width for r in counters))
+            for i, r in enumerate(counters):
+                m.d.comb += cnt.inc[i].eq(getattr(self, r.port))
+            cnt_high = Signal(32)
+            with m.If(cnt_hit):
+                m.d.comb += bus.r_data.eq(cnt.rd_data[:32])
+                if len(cnt.rd_data) > 32:
+                    with m.If(cnt_wide):
+                        m.d.sync += cnt_high.eq(cnt.rd_data[32:])
+        with m.If(bus.r_stb):
+            m.d.sync += [cnt_hit.eq(0), cnt_wide.eq(0)]
+
         # Reads. The first word of a wide RO register snapshots the rest for the words after.
         with m.If(bus.r_stb):
             with m.Switch(bus.addr):
@@ -160,6 +185,16 @@ class RegisterBank(wiring.Component):
                     shadow = None
                     if r.access is Access.RO and r.words > 1 and r.path not in self._absent:
                         shadow = Signal(r.width - 32, name=f"snapshot_{r.port}")
+                    if r.path in cnt_index:
+                        for k in range(r.words):
+                            with m.Case(r.offset + 4 * k):
+                                if k == 0:
+                                    m.d.comb += [cnt.rd_addr.eq(cnt_index[r.path]),
+                                                 cnt.rd_en.eq(1)]
+                                    m.d.sync += [cnt_hit.eq(1), cnt_wide.eq(r.words > 1)]
+                                else:
+                                    m.d.sync += r_word.eq(cnt_high)
+                        continue
                     if r.access is Access.RW and r.path not in self._absent:
                         for k in range(r.words):
                             with m.Case(r.offset + 4 * k):

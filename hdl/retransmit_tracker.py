@@ -205,8 +205,8 @@ class RetransmitTracker(wiring.Component):
         NIC looks up its CC profile in the same cycle (``hdl/cc_profile_table.py``).
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
-    <counter> : Out(32) for each name in the register map's ``REL_COUNTERS`` but
-        ``status_sent`` (the TX side counts what it sends).
+    <counter> : Out(1), an event (:attr:`events`) for each name in the register map's
+        ``REL_COUNTERS`` but ``status_sent`` (the TX side counts what it sends).
     """
 
     def __init__(self, qps=16, evs=64, planes=2, window=256, spines=4):
@@ -243,8 +243,13 @@ class RetransmitTracker(wiring.Component):
             "rcv_wnd": In(CWND_BITS),
             "view_qp": In(range(qps)), "view_cwnd": Out(CWND_BITS), "view_inflight": Out(32),
             "view_rtt": Out(TIME_BITS), "view_srtt": Out(TIME_BITS),
-            **{name: Out(32) for name in REL_COUNTERS if name != "status_sent"},
+            **{name: Out(1) for name in REL_COUNTERS if name != "status_sent"},
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return tuple(name for name in REL_COUNTERS if name != "status_sent")
 
     def elaborate(self, platform):
         m = Module()
@@ -276,7 +281,7 @@ class RetransmitTracker(wiring.Component):
             return (Const(1, W) << psn[:wb])[:W]
 
         def count(name):
-            m.d.sync += getattr(self, name).eq(getattr(self, name) + 1)
+            m.d.comb += getattr(self, name).eq(1)
 
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]

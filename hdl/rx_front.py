@@ -87,8 +87,9 @@ class RxFront(wiring.Component):
     plane0 .. plane<N-1> : In(PacketStream(width))
     sid : In(ArrayLayout(128, planes)): this NIC's SRv6 address on each plane
     o : Out(stream {data, keep, last, meta: rx_meta_layout(planes)})
-    frames : Out(32), frames passed;  drop_<reason> : Out(32) for each of :func:`drop_reasons`
-    icrc_frames, icrc_bad, parser_frames, parser_errors : Out(32);  parser_last_error :
+    frames : Out(1), a frame passed;  drop_<reason> : Out(1) for each of :func:`drop_reasons`
+    icrc_frames, icrc_bad, parser_frames, parser_errors : Out(1): events (:attr:`events`);
+    parser_last_error :
         Out(ParseError): the ICRC checker's and the header parser's own counts (the register
         map's ``icrc.*`` and ``parser.*``)
     """
@@ -112,15 +113,20 @@ class RxFront(wiring.Component):
         members["o"] = Out(stream.Signature(data.StructLayout({
             **{n: f.shape for n, f in packet_layout(width)}, "meta": meta})))
         members["sid"] = In(data.ArrayLayout(128, planes))
-        members["frames"] = Out(32)
-        members.update({f"drop_{r}": Out(32) for r in drop_reasons()})
-        members.update({name: Out(32) for name in FRONT_STATS[:-1]})
+        members["frames"] = Out(1)
+        members.update({f"drop_{r}": Out(1) for r in drop_reasons()})
+        members.update({name: Out(1) for name in FRONT_STATS[:-1]})
         members["parser_last_error"] = Out(ParseError)
         super().__init__(members)
 
     def _staged_layout(self):
         return data.StructLayout({"strip": strip_layout(self._segs),
                                   "meta": rx_meta_layout(self._planes)})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("frames", *(f"drop_{r}" for r in drop_reasons()), *FRONT_STATS[:-1])
 
     def elaborate(self, platform):
         m = Module()

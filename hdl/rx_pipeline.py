@@ -39,7 +39,7 @@ class RxPipeline(wiring.Component):
     ctx_addr, ctx, init, mem, cpl, ack, feedback, coalesce, timeout, share_period : as
         :class:`RxTransport`
     frames, drop_<reason>, outcome_<name>, ooo, completions, sacks, nacks, place_errors :
-        Out(32), the counters of :func:`rx_counter_names`
+        Out(1), the events (:attr:`events`) of the counters of :func:`rx_counter_names`
     icrc_frames, icrc_bad, parser_frames, parser_errors, parser_last_error : the front end's
     """
 
@@ -68,9 +68,14 @@ class RxPipeline(wiring.Component):
             "feedback": Out(stream.Signature(transport_layout(planes))),
             "coalesce": In(8), "timeout": In(32), "share_period": In(16),
             "sid": In(data.ArrayLayout(128, planes)),
-            **{name: Out(32) for name in rx_counter_names()},
+            **{name: Out(1) for name in rx_counter_names()},
             **{name: front_sig[name] for name in FRONT_STATS},
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return (*rx_counter_names(), *FRONT_STATS[:-1])
 
     def elaborate(self, platform):
         m = Module()

@@ -53,8 +53,8 @@ class RxTransport(wiring.Component):
     cpl : Out(stream completion_layout(qps));  ack : Out(stream ack_layout(qps))
     feedback : Out(stream transport_layout(planes))
     coalesce : In(8);  timeout : In(32);  share_period : In(16), the acknowledgement generator's
-    outcome_<name> : Out(32) for each outcome;  ooo, completions, sacks, nacks,
-    place_errors : Out(32) (wrap)
+    outcome_<name> : Out(1) for each outcome;  ooo, completions, sacks, nacks,
+    place_errors : Out(1): events (:attr:`events`)
     """
 
     def __init__(self, width=64, planes=2, qps=16, window=256, messages=512, depth=1024):
@@ -78,9 +78,14 @@ class RxTransport(wiring.Component):
             "ack": Out(stream.Signature(ack_layout(qps))),
             "feedback": Out(stream.Signature(transport_layout(planes))),
             "coalesce": In(8), "timeout": In(32), "share_period": In(16),
-            **{f"outcome_{o.name.lower()}": Out(32) for o in RxOutcome},
-            **{name: Out(32) for name in RX_COUNTERS},
+            **{f"outcome_{o.name.lower()}": Out(1) for o in RxOutcome},
+            **{name: Out(1) for name in RX_COUNTERS},
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return (*(f"outcome_{o.name.lower()}" for o in RxOutcome), *RX_COUNTERS)
 
     def elaborate(self, platform):
         m = Module()
@@ -225,7 +230,7 @@ class RxTransport(wiring.Component):
                     m.d.sync += t.eq(0)
                     with m.If(((outcome == RxOutcome.PLACED) | (outcome == RxOutcome.EMPTY))
                               & t.ooo):
-                        m.d.sync += self.ooo.eq(self.ooo + 1)
+                        m.d.comb += self.ooo.eq(1)
                     m.next = "IDLE"
 
         # --- Outcomes move on in order, each once the writes before it are acknowledged. ---
@@ -240,7 +245,7 @@ class RxTransport(wiring.Component):
             ack.ready.eq(events.r_rdy & need & completer.i.ready),
         ]
         with m.If(ack.valid & ack.ready & ack.payload.error):
-            m.d.sync += self.place_errors.eq(self.place_errors + 1)
+            m.d.comb += self.place_errors.eq(1)
         with m.If(self.cpl.valid & self.cpl.ready):
-            m.d.sync += self.completions.eq(self.completions + 1)
+            m.d.comb += self.completions.eq(1)
         return m

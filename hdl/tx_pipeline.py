@@ -84,7 +84,7 @@ class TxPipeline(wiring.Component):
     requests : Out(32), work requests taken;  err_<reason> : Out(32), failed work requests by
     status (the register map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p> : Out(64)
     ev_refused, ev_replaced : Out(32), the spray scheduler's ``ignored`` and ``replaced``
-    status_sent : Out(32), port-status updates sent
+    status_sent : Out(1), an event (:attr:`events`): a port-status update sent
     ev_view_qp, ev_view_index : In; ev_view_state : Out(EvState), that profile entry's state
     ev_changed : Out(stream), always ready: the spray scheduler's ``changed``, each EV state
         change
@@ -138,7 +138,7 @@ class TxPipeline(wiring.Component):
             "port_rate": In(16), "port_limit": In(16),
             "next_hop": In(data.ArrayLayout(48, planes)),
             "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
-            "status_sent": Out(32),
+            "status_sent": Out(1),
             "ev_view_qp": In(range(qps)), "ev_view_index": In(range(evs)),
             "ev_view_state": Out(EvState),
             "ev_changed": Out(stream.Signature(
@@ -147,6 +147,11 @@ class TxPipeline(wiring.Component):
             **plane_members(width, planes),
         }
         super().__init__(members)
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("status_sent",)
 
     def elaborate(self, platform):
         m = Module()
@@ -284,7 +289,7 @@ class TxPipeline(wiring.Component):
         with m.If(took & ack_asks):
             m.d.sync += ack_state.eq(0)
             with m.If(ack.kind == AckKind.STATUS):
-                m.d.sync += self.status_sent.eq(self.status_sent + 1)
+                m.d.comb += self.status_sent.eq(1)
         with m.If(took & rtx_asks):
             m.d.sync += rtx_state.eq(0)
         w = waiting.layout(waiting.f.w_data)

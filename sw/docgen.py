@@ -96,13 +96,15 @@ def registers_md() -> str:
            "appears on `r_data` the next cycle; a write is `w_stb` for one cycle with `addr` and "
            "`w_data`. No wait states. After each access, `refused` says whether the bank carried it "
            "out, and if not why (`hdl/csr_bus.py`'s `Refusal`).\n",
+           "Access `RO count` is an event counter that wraps: the register bank keeps it in block "
+           "RAM (`hdl/counter_bank.py`), and the gateware hands it increments.\n",
            "| offset | register | width | access | reset | largest | description |",
            "|---|---|---|---|---|---|---|"]
     for r in regmap.REGISTERS:
         where = f"{r.offset:#05x}" + (f"–{r.offset + 4 * (r.words - 1):#05x}" if r.words > 1
                                       else "")
         largest = str(r.limit) if r.limit is not None else ""
-        out.append(f"| {where} | `{r.path}` | {r.width} | {r.access.value} | "
+        out.append(f"| {where} | `{r.path}` | {r.width} | {r.access.value}{' count' if r.counts else ''} | "
                    f"{r.reset:#x} | {largest} | {r.doc} |")
     return "\n".join(out) + "\n"
 

@@ -73,6 +73,9 @@ class Register:
     reset: int
     doc: str
     limit: int | None = None   # the largest value the register accepts (default: its width)
+    #: an event counter (RO, wraps) when not 0: the gateware gives the register bank an
+    #: increment of up to this many bits each cycle, and the bank keeps the count
+    counts: int = 0
 
     @property
     def words(self) -> int:
@@ -93,8 +96,15 @@ class Register:
         return f"{self.block}_{self.name}"
 
 
-def _r(block, name, offset, width, access, reset, doc, limit=None):
-    return Register(block, name, offset, width, Access(access), reset, doc, limit)
+def _r(block, name, offset, width, access, reset, doc, limit=None, counts=0):
+    if counts and access != "RO":
+        raise ValueError(f"{block}.{name}: only an RO register can be a counter")
+    return Register(block, name, offset, width, Access(access), reset, doc, limit, counts)
+
+
+def _count(block, name, offset, doc, width=32, step=1):
+    """An event counter: ``step`` bits of increment a cycle."""
+    return _r(block, name, offset, width, "RO", 0, doc, counts=step)
 
 
 #: What the receive side counts, in the order the gateware numbers them (hdl/rx_pipeline.py
@@ -133,13 +143,13 @@ RX_EVENTS = {
 
 
 def _rx_registers():
-    regs = [_r("rx", "frames", 0x600, 32, "RO", 0,
-               "Frames the front end passed on (well formed, ICRC right, decapsulated).")]
-    regs += [_r("rx", f"drop_{name}", 0x604 + 4 * i, 32, "RO", 0, f"Frames dropped: {doc}.")
+    regs = [_count("rx", "frames", 0x600,
+                   "Frames the front end passed on (well formed, ICRC right, decapsulated).")]
+    regs += [_count("rx", f"drop_{name}", 0x604 + 4 * i, f"Frames dropped: {doc}.")
              for i, (name, doc) in enumerate(RX_FRONT_DROPS.items())]
-    regs += [_r("rx", f"outcome_{name}", 0x640 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+    regs += [_count("rx", f"outcome_{name}", 0x640 + 4 * i, doc[0].upper() + doc[1:] + ".")
              for i, (name, doc) in enumerate(RX_OUTCOMES.items())]
-    regs += [_r("rx", name, 0x680 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+    regs += [_count("rx", name, 0x680 + 4 * i, doc[0].upper() + doc[1:] + ".")
              for i, (name, doc) in enumerate(RX_EVENTS.items())]
     regs += [
         _r("rx", "coalesce", 0x6C0, 8, "RW", 8,
@@ -238,7 +248,7 @@ def _rel_registers():
         _r("rel", "rtt", 0x738, 16, "RO", 0, "QP rel.view_qp's last RTT sample, in cycles."),
         _r("rel", "srtt", 0x73C, 16, "RO", 0, "QP rel.view_qp's smoothed RTT, in cycles."),
     ]
-    regs += [_r("rel", name, 0x740 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+    regs += [_count("rel", name, 0x740 + 4 * i, doc[0].upper() + doc[1:] + ".")
              for i, (name, doc) in enumerate(REL_COUNTERS.items())]
     return regs
 
@@ -622,10 +632,10 @@ REGISTERS: tuple[Register, ...] = (
        "Spare EVs each QP keeps per plane (ev.load 1 beyond them is refused)."),
     _r("global", "cc_profiles", 0x034, 32, "CONST", 0,
        "CC profiles: 0, the rel.* registers, and those cc.write stores."),
-    _r("icrc", "frames", 0x100, 32, "RO", 0, "Frames the ICRC checker has seen."),
-    _r("icrc", "bad", 0x104, 32, "RO", 0, "Frames whose ICRC was wrong."),
-    _r("parser", "frames", 0x200, 32, "RO", 0, "Frames the header parser has seen."),
-    _r("parser", "errors", 0x204, 32, "RO", 0, "Frames the header parser found malformed."),
+    _count("icrc", "frames", 0x100, "Frames the ICRC checker has seen."),
+    _count("icrc", "bad", 0x104, "Frames whose ICRC was wrong."),
+    _count("parser", "frames", 0x200, "Frames the header parser has seen."),
+    _count("parser", "errors", 0x204, "Frames the header parser found malformed."),
     _r("parser", "last_error", 0x208, 4, "RO", 0, "Reason code of the last malformed frame."),
     *_tx_registers(), *_QP, *_EV, *_TPL, *_rx_registers(), *_REL,
     *_cc_registers(_REL), *_NET, *_WQ, *_CQ, *_MEM, *_EVQ, *_EP, *_PATH,

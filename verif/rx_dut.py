@@ -23,6 +23,10 @@ class RxDut(wiring.Component):
         members["ctx_write"] = In(stream.Signature(context_write_layout(self._ctx.qps)))
         super().__init__(members)
 
+    @property
+    def events(self):
+        return self._rx.events
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.rx, m.submodules.ctx = rx, ctx = self._rx, self._ctx

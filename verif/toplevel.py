@@ -5,6 +5,10 @@ cocotbext-axi's models find a stream by prefix (``<name>_tdata``, ``_tkeep``, ``
 becomes such a bundle: payload member ``data`` -> tdata, ``keep`` -> tkeep, ``last`` -> tlast,
 any others (in layout order) concatenated -> tuser; a payload that is not a packet becomes tdata
 as a whole. Plain ports keep their names (``__`` between the levels of nested interfaces).
+
+A component's event outputs (the port names in its ``events``: each cycle's increment of a
+counter the register bank keeps) become 32-bit counts of the same names, counted here as the
+bank counts them, so a testbench reads a block's counters as registers.
 """
 
 from amaranth import Cat, ClockDomain, Elaboratable, Module, Shape, Signal, Value
@@ -41,6 +45,8 @@ class AxisTop(Elaboratable):
         self._domains = {d: (self._port(f"{d}_clk", 1), self._port(f"{d}_rst", 1))
                          for d in domains}
         self._stmts = []
+        self._counts = []
+        self._events = set(getattr(component, "events", ()))
         for name, member in component.signature.members.items():
             self._bind([name], member, getattr(component, name), False)
 
@@ -51,6 +57,10 @@ class AxisTop(Elaboratable):
 
     def _bind(self, path, member, value, flipped):
         name = "__".join(path)
+        if member.is_port and name in self._events:
+            s = self._port(name, 32)
+            self._counts.append(s.eq(s + Value.cast(value)))
+            return
         if member.is_port:
             out = (member.flow == Flow.Out) != flipped
             s = self._port(name, Shape.cast(member.shape).width)
@@ -100,4 +110,5 @@ class AxisTop(Elaboratable):
             m.d.comb += [cd.clk.eq(clk), cd.rst.eq(rst)]
         m.submodules.dut = self.component
         m.d.comb += self._stmts
+        m.d.sync += self._counts
         return m
