@@ -36,7 +36,7 @@ class CompletionQueue(wiring.Component):
     route : In(2), bit 0 send, bit 1 recv: to the queue rather than out
     count : Out(16), entries waiting;  entry : Out(96), the oldest (0 when none)
     pop : In(stream.Signature(1)), the oldest entry leaves (nothing happens when none)
-    overflows : Out(32), entries lost to a full queue
+    overflows : Out(1), an event (:attr:`events`): an entry lost to a full queue
     """
 
     def __init__(self, qps=16, depth=64):
@@ -50,8 +50,13 @@ class CompletionQueue(wiring.Component):
             "count": Out(by_name("cq.count").width),
             "entry": Out(ENTRY_BITS),
             "pop": In(stream.Signature(1)),
-            "overflows": Out(32),
+            "overflows": Out(1),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("overflows",)
 
     def elaborate(self, platform):
         m = Module()

@@ -15,8 +15,8 @@ from .stream import PacketStream, check_width, packet_layout
 
 __all__ = ["EthMac", "MAC_COUNTERS"]
 
-#: the MAC's counters, each a 32-bit output that wraps, as the register map lists them: MacRx's,
-#: prefixed rx_, then the sender's
+#: the MAC's counters, each an event output, as the register map lists them: MacRx's, prefixed
+#: rx_, then the sender's
 MAC_COUNTERS = tuple(regmap.MAC_COUNTERS)
 if MAC_COUNTERS[:len(MAC_RX_COUNTERS)] != tuple(f"rx_{n}" for n in MAC_RX_COUNTERS):
     raise AssertionError("the register map's MAC counters must list the receive ones first")
@@ -48,7 +48,8 @@ class EthMac(wiring.Component):
     ddr_rx_data : In(8);  ddr_rx_ctl : In(2);  ddr_tx_data : Out(8);  ddr_tx_ctl : Out(2)
         the DDR buffers' two bits or nibbles a cycle, rising edge's in the low bits
     rx : Out(PacketStream(width));  tx : In(PacketStream(width))
-    rx_frames .. tx_underruns : Out(32), as :data:`MAC_COUNTERS`
+    rx_frames .. tx_underruns : events (:attr:`events`) of :data:`MAC_COUNTERS`, in the core
+        clock: MacRx's, MacTx's, and a frame cut short
     """
 
     def __init__(self, width=64, max_frame=9600, rx_depth=None, tx_depth=512,
@@ -64,8 +65,17 @@ class EthMac(wiring.Component):
             "ddr_rx_data": In(8), "ddr_rx_ctl": In(2),
             "ddr_tx_data": Out(8), "ddr_tx_ctl": Out(2),
             "rx": Out(PacketStream(width)), "tx": In(PacketStream(width)),
-            **{name: Out(32) for name in MAC_COUNTERS},
+            **{f"rx_{name}": Out(self._mac_rx.signature.members[name].shape)
+               for name in MAC_RX_COUNTERS},
+            "tx_frames": Out(1), "tx_bytes": Out(self._mac_tx.signature.members["bytes"].shape),
+            "tx_underruns": Out(1),
         })
+        assert set(self.signature.members) >= set(MAC_COUNTERS)
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return MAC_COUNTERS
 
     def elaborate(self, platform):
         m = Module()
@@ -106,6 +116,5 @@ class EthMac(wiring.Component):
         for name in MAC_RX_COUNTERS:
             m.d.comb += getattr(self, f"rx_{name}").eq(getattr(mac_rx, name))
         m.d.comb += [self.tx_frames.eq(mac_tx.frames), self.tx_bytes.eq(mac_tx.bytes)]
-        with m.If(underrun.o):
-            m.d.sync += self.tx_underruns.eq(self.tx_underruns + 1)
+        m.d.comb += self.tx_underruns.eq(underrun.o)
         return m

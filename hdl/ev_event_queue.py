@@ -47,8 +47,13 @@ class EvEventQueue(wiring.Component):
             "changed": In(stream.Signature(change_layout(qps, evs), always_ready=True)),
             "mask": In(4),
             "count": Out(by_name("evq.count").width), "entry": Out(ENTRY_BITS),
-            "pop": In(stream.Signature(1)), "overflows": Out(32),
+            "pop": In(stream.Signature(1)), "overflows": Out(1),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("overflows",)
 
     def elaborate(self, platform):
         m = Module()

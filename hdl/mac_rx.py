@@ -6,7 +6,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.regmap import MAC_COUNTERS
+from mrcnic.regmap import MAC_COUNTER_STEPS, MAC_COUNTERS
 from mrcnic.wire import ETH_FCS_BYTES, ETH_MIN_FRAME
 
 from .rgmii_rx import RxError, rx_beat_layout
@@ -14,7 +14,7 @@ from .stream import PacketStream, check_width, keep_count, packet_layout
 
 __all__ = ["MacRx", "MAC_RX_COUNTERS"]
 
-#: what MacRx counts, each a 32-bit output that wraps: the register map's receive counters
+#: what MacRx counts, each an event output: the register map's receive counters
 MAC_RX_COUNTERS = tuple(n.removeprefix("rx_") for n in MAC_COUNTERS if n.startswith("rx_"))
 
 
@@ -41,7 +41,8 @@ class MacRx(wiring.Component):
     Attributes
     ----------
     i : In(stream rx_beat_layout(width));  o : Out(PacketStream(width))
-    frames, bytes, fcs_errors, phy_errors, runts, oversize, overflows : Out(32)
+    frames, bytes, fcs_errors, phy_errors, runts, oversize, overflows : events (:attr:`events`),
+        at a frame's end: a good frame and its bytes, or one dropped for that reason
     """
 
     def __init__(self, width=64, max_frame=9600, depth=None):
@@ -56,12 +57,22 @@ class MacRx(wiring.Component):
         if not isinstance(depth, int) or depth < beats or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two of at least {beats} beats (one "
                              f"frame of {max_frame} bytes), not {depth!r}")
+        if max_frame >= 1 << MAC_COUNTER_STEPS["rx_bytes"]:
+            raise ValueError(f"max_frame must be below {1 << MAC_COUNTER_STEPS['rx_bytes']}"
+                             f" bytes (the register map's mac.rx_bytes counts whole frames), "
+                             f"not {max_frame}")
         self._max, self._depth = max_frame, depth
         super().__init__({
             "i": In(stream.Signature(rx_beat_layout(width), always_ready=True)),
             "o": Out(PacketStream(width)),
-            **{name: Out(32) for name in MAC_RX_COUNTERS},
+            **{name: Out(range(max_frame + 1) if name == "bytes" else 1)
+               for name in MAC_RX_COUNTERS},
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return MAC_RX_COUNTERS
 
     def elaborate(self, platform):
         m = Module()
@@ -89,7 +100,7 @@ class MacRx(wiring.Component):
         m.d.comb += over.eq(total > self._max)
 
         def count(name, by=1):
-            m.d.sync += getattr(self, name).eq(getattr(self, name) + by)
+            m.d.comb += getattr(self, name).eq(by)
 
         with m.If(i.valid):
             m.d.sync += length.eq(total)

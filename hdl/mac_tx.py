@@ -24,7 +24,7 @@ class MacTx(wiring.Component):
     Attributes
     ----------
     i : In(PacketStream(width));  o : Out(PacketStream(width))
-    frames, bytes : Out(32), wrapping
+    frames, bytes : events (:attr:`events`): a frame handed on (at its last beat), a beat's bytes
     """
 
     def __init__(self, width=64, depth=512):
@@ -33,7 +33,12 @@ class MacTx(wiring.Component):
             raise ValueError(f"depth must be an integer of at least 2 beats, not {depth!r}")
         self._depth = depth
         super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
-                          "frames": Out(32), "bytes": Out(32)})
+                          "frames": Out(1), "bytes": Out(range(width // 8 + 1))})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("frames", "bytes")
 
     def elaborate(self, platform):
         m = Module()
@@ -55,8 +60,7 @@ class MacTx(wiring.Component):
         with m.Elif(left & ~came & (whole != 0)):
             m.d.sync += whole.eq(whole - 1)
         with m.If(o.valid & o.ready):
-            m.d.sync += [sending.eq(~o.payload.last),
-                         self.bytes.eq(self.bytes + keep_count(m, o.payload.keep))]
-            with m.If(o.payload.last):
-                m.d.sync += self.frames.eq(self.frames + 1)
+            m.d.sync += sending.eq(~o.payload.last)
+            m.d.comb += [self.bytes.eq(keep_count(m, o.payload.keep)),
+                         self.frames.eq(o.payload.last)]
         return m

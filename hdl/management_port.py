@@ -29,8 +29,9 @@ class ManagementPort(wiring.Component):
     ----------
     i : In(PacketStream(width));  o : Out(PacketStream(width));  bus : Out(CSRBus(addr_width))
     mac : In(48);  ipv4 : In(32);  ipv6 : In(128)
-    arp_replies, nd_replies, nd_bad, nd_missed : Out(32), the responder's ``bad`` and ``missed``
-    executed, replayed, refused, dropped, missed : Out(32), the server's
+    arp_replies, nd_replies, nd_bad, nd_missed : Out(1), events (:attr:`events`): the
+        responder's, ``bad`` and ``missed`` renamed
+    executed, replayed, refused, dropped, missed : Out(1), events: the server's
     """
 
     def __init__(self, width=64, clients=mgmt.BOARD_CLIENTS, port=mgmt.DEFAULT_PORT,
@@ -40,7 +41,12 @@ class ManagementPort(wiring.Component):
         super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
                           "bus": Out(CSRBus(addr_width)),
                           "mac": In(48), "ipv4": In(32), "ipv6": In(128),
-                          **{name: Out(32) for name in MGMT_PORT_COUNTERS}})
+                          **{name: Out(1) for name in MGMT_PORT_COUNTERS}})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return MGMT_PORT_COUNTERS
 
     def elaborate(self, platform):
         m = Module()

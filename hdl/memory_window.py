@@ -30,7 +30,8 @@ class MemoryWindow(wiring.Component):
     ----------
     addr : In(64);  length : In(6), 0 .. MEM_WINDOW_BYTES;  wdata : In(8 x MEM_WINDOW_BYTES)
     access : In(stream.Signature(1))
-    rdata : Out(8 x MEM_WINDOW_BYTES);  error : Out(1);  errors : Out(32)
+    rdata : Out(8 x MEM_WINDOW_BYTES);  error : Out(1);  errors : Out(1), an event
+    (:attr:`events`): an access refused
     rd : Out(MemReadPort(width));  wr : Out(MemWritePort(width))
     """
 
@@ -39,9 +40,14 @@ class MemoryWindow(wiring.Component):
         super().__init__({
             "addr": In(64), "length": In(by_name("mem.length").width),
             "wdata": In(WINDOW_BITS), "access": In(stream.Signature(1)),
-            "rdata": Out(WINDOW_BITS), "error": Out(1), "errors": Out(32),
+            "rdata": Out(WINDOW_BITS), "error": Out(1), "errors": Out(1),
             "rd": Out(MemReadPort(width)), "wr": Out(MemWritePort(width)),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("errors",)
 
     def elaborate(self, platform):
         m = Module()
@@ -121,7 +127,7 @@ class MemoryWindow(wiring.Component):
                 m.d.comb += self.access.ready.eq(1)
                 m.d.sync += self.error.eq(failed)
                 with m.If(failed):
-                    m.d.sync += self.errors.eq(self.errors + 1)
+                    m.d.comb += self.errors.eq(1)
                 with m.If(~self.access.payload):
                     m.d.sync += self.rdata.eq(Mux(failed, 0, got[:WINDOW_BITS] & keep_bits))
                 m.next = "IDLE"

@@ -73,7 +73,7 @@ class MgmtServer(wiring.Component):
     i : In(PacketStream(width));  o : Out(PacketStream(width))
     bus : Out(CSRBus(addr_width))
     mac : In(48);  ipv4 : In(32) (0: none);  ipv6 : In(128) (0: none), first byte highest
-    executed, replayed, refused, dropped, missed : Out(32), wrapping
+    executed, replayed, refused, dropped, missed : Out(1), events (:attr:`events`)
     """
 
     def __init__(self, width=64, clients=mgmt.BOARD_CLIENTS, port=mgmt.DEFAULT_PORT,
@@ -89,8 +89,13 @@ class MgmtServer(wiring.Component):
         super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
                           "bus": Out(CSRBus(addr_width)),
                           "mac": In(48), "ipv4": In(32), "ipv6": In(128),
-                          "executed": Out(32), "replayed": Out(32), "refused": Out(32),
-                          "dropped": Out(32), "missed": Out(32)})
+                          "executed": Out(1), "replayed": Out(1), "refused": Out(1),
+                          "dropped": Out(1), "missed": Out(1)})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("executed", "replayed", "refused", "dropped", "missed")
 
     def elaborate(self, platform):
         m = Module()
@@ -202,9 +207,9 @@ class MgmtServer(wiring.Component):
         judged = Signal()
         m.d.comb += judged.eq(ended & ours)
         with m.If(judged & ~good):
-            m.d.sync += self.dropped.eq(self.dropped + 1)
+            m.d.comb += self.dropped.eq(1)
         with m.If(judged & good & (busy | ~storing)):
-            m.d.sync += self.missed.eq(self.missed + 1)
+            m.d.comb += self.missed.eq(1)
         m.d.comb += accept.eq(judged & good & ~busy & storing)
 
         # ---- What serving a request needs of it, kept while the next frames come in.
@@ -398,10 +403,12 @@ class MgmtServer(wiring.Component):
             with m.State("DECODE"):
                 m.d.sync += [k.eq(0), fk.eq(need - 1), fb.eq(0)]
                 with m.If(drop):
-                    m.d.sync += [self.dropped.eq(self.dropped + 1), busy.eq(0)]
+                    m.d.sync += busy.eq(0)
+                    m.d.comb += self.dropped.eq(1)
                     m.next = "IDLE"
                 with m.Elif(status != St.OK):
-                    m.d.sync += [*done(status, 0), self.refused.eq(self.refused + 1)]
+                    m.d.sync += done(status, 0)
+                    m.d.comb += self.refused.eq(1)
                     m.next = "PREP"
                 with m.Else():
                     m.d.sync += [fn.eq(0), r_crc.eq(0xFFFF_FFFF)]
@@ -424,7 +431,8 @@ class MgmtServer(wiring.Component):
                 m.d.comb += fetching.eq(1)
                 with m.If(fb == 5):
                     with m.If((fword >> last_bits) != 0):
-                        m.d.sync += [*done(St.BAD_VALUE, 0), self.refused.eq(self.refused + 1)]
+                        m.d.sync += done(St.BAD_VALUE, 0)
+                        m.d.comb += self.refused.eq(1)
                         m.next = "PREP"
                     with m.Else():
                         m.next = "LOOKUP"
@@ -438,8 +446,8 @@ class MgmtServer(wiring.Component):
                 m.d.sync += [cur.eq(Mux(hit.any(), slot, victim)), k.eq(0), fk.eq(0), fb.eq(0)]
                 with m.If(replay):
                     # answered again: the client is the most recent one now
-                    m.d.sync += [*done(kept, reading & (kept == St.OK)), clock.eq(clock + 1),
-                                 self.replayed.eq(self.replayed + 1)]
+                    m.d.sync += [*done(kept, reading & (kept == St.OK)), clock.eq(clock + 1)]
+                    m.d.comb += self.replayed.eq(1)
                     for c in range(NC):
                         with m.If(hit[c]):
                             m.d.sync += cused[c].eq(clock + 1)
@@ -498,8 +506,8 @@ class MgmtServer(wiring.Component):
                         m.d.sync += [ckey[c].eq(key), cvalid[c].eq(1), cseq[c].eq(req.seq),
                                      ccrc[c].eq(r_crc), cstatus[c].eq(out_status),
                                      csum[c].eq(dsum), cused[c].eq(clock + 1)]
-                m.d.sync += [clock.eq(clock + 1), self.executed.eq(self.executed + 1),
-                             out_data.eq(reading & (out_status == St.OK))]
+                m.d.sync += [clock.eq(clock + 1), out_data.eq(reading & (out_status == St.OK))]
+                m.d.comb += self.executed.eq(1)
                 m.next = "PREP"
             with m.State("PREP"):
                 m.d.sync += [ip_check.eq(0), udp_check.eq(0), ip_acc.eq(0), udp_acc.eq(0),

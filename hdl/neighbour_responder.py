@@ -39,15 +39,20 @@ class NeighbourResponder(wiring.Component):
     ----------
     i : In(PacketStream(width));  o : Out(PacketStream(width))
     mac : In(48);  ipv4 : In(32);  ipv6 : In(128)   (as on the wire: the first byte the highest)
-    arp_replies, nd_replies, bad, missed : Out(32), wrapping
+    arp_replies, nd_replies, bad, missed : Out(1), events (:attr:`events`)
     """
 
     def __init__(self, width=64):
         self._width = check_width(width)
         super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
                           "mac": In(48), "ipv4": In(32), "ipv6": In(128),
-                          "arp_replies": Out(32), "nd_replies": Out(32), "bad": Out(32),
-                          "missed": Out(32)})
+                          "arp_replies": Out(1), "nd_replies": Out(1), "bad": Out(1),
+                          "missed": Out(1)})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("arp_replies", "nd_replies", "bad", "missed")
 
     def elaborate(self, platform):
         m = Module()
@@ -137,7 +142,7 @@ class NeighbourResponder(wiring.Component):
         w_ipv4 = Signal(32)
         w_ipv6 = Signal(128)
         with m.If(ended & is_ns & ~(fits & check_ok)):
-            m.d.sync += self.bad.eq(self.bad + 1)
+            m.d.comb += self.bad.eq(1)
 
         # The reply, built whole, then sent a beat a cycle.
         rep = Signal(8 * cap)
@@ -171,8 +176,8 @@ class NeighbourResponder(wiring.Component):
                              *put(12, ETHERTYPE_ARP, 2), *put(14, 1, 2),
                              *put(16, ETHERTYPE_IPV4, 2), *put(18, 0x0604, 2), *put(20, 2, 2),
                              *put(22, self.mac, 6), *put(28, self.ipv4, 4), *put(32, w_mac, 6),
-                             *put(38, w_ipv4, 4), rep_len.eq(ARP_REPLY_BYTES),
-                             self.arp_replies.eq(self.arp_replies + 1)]
+                             *put(38, w_ipv4, 4), rep_len.eq(ARP_REPLY_BYTES)]
+                m.d.comb += self.arp_replies.eq(1)
             with m.Else():
                 m.d.sync += [*put(0, w_mac, 6), *put(6, self.mac, 6),
                              *put(12, ETHERTYPE_IPV6, 2), *put(_IP6, 0x6000_0000, 4),
@@ -181,12 +186,13 @@ class NeighbourResponder(wiring.Component):
                              *put(_ICMP, NA << 8, 2), *put(_ICMP + 2, na_sum, 2),
                              *put(_ICMP + 4, 0x6000_0000, 4), *put(_ICMP + 8, self.ipv6, 16),
                              *put(_ICMP + 24, 0x0201, 2), *put(_ICMP + 26, self.mac, 6),
-                             rep_len.eq(NA_REPLY_BYTES), self.nd_replies.eq(self.nd_replies + 1)]
+                             rep_len.eq(NA_REPLY_BYTES)]
+                m.d.comb += self.nd_replies.eq(1)
 
         # After the build above: a request may take the slot in the cycle the build empties it.
         with m.If(ended & (arp | ns)):
             with m.If(waiting & sending):
-                m.d.sync += self.missed.eq(self.missed + 1)
+                m.d.comb += self.missed.eq(1)
             with m.Else():
                 m.d.sync += [waiting.eq(1), w_ns.eq(ns),
                              w_mac.eq(Mux(ns, be(6, 6), be(22, 6))), w_ipv4.eq(be(28, 4)),

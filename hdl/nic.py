@@ -169,7 +169,7 @@ class Nic(wiring.Component):
         m.d.comb += [posted.wr_id.eq(bank.wq_post.payload), wrs.i1.valid.eq(bank.wq_post.valid),
                      bank.wq_post.ready.eq(wrs.i1.ready)]
         with m.If(bank.wq_post.valid & bank.wq_post.ready):
-            m.d.sync += bank.wq_posted.eq(bank.wq_posted + 1)
+            m.d.comb += bank.wq_posted.eq(1)
         m.d.comb += [tx.wr.payload.eq(wrs.o.payload), tx.wr.valid.eq(wrs.o.valid & enabled),
                      wrs.o.ready.eq(tx.wr.ready & enabled)]
         src_mac, src_ip = Signal(48), Signal(128)
@@ -260,7 +260,7 @@ class Nic(wiring.Component):
                      probes.i0.valid.eq(bank.ep_probe.valid & plane_up),
                      bank.ep_probe.ready.eq(Mux(plane_up, probes.i0.ready, 1))]
         with m.If(bank.ep_probe.valid & ~plane_up):
-            m.d.sync += bank.ep_refused.eq(bank.ep_refused + 1)
+            m.d.comb += bank.ep_refused.eq(1)
         wiring.connect(m, prober.probe, probes.i1)
         wiring.connect(m, probes.o, tx.probe)
         answer = rel.probe_answer.payload

@@ -6,18 +6,23 @@ from amaranth.lib.wiring import In, Out
 
 from .stream import PacketStream, check_width, keep_count
 
-__all__ = ["PlaneDemux", "plane_members"]
+__all__ = ["PlaneDemux", "plane_events", "plane_members"]
 
 
 def plane_members(width, planes):
     """The per-plane ports a block that feeds the planes offers: a packet stream and its frame
-    and byte counters for each plane."""
+    and byte events for each plane (a frame's last beat sent; a beat's bytes sent)."""
     members = {}
     for p in range(planes):
         members[f"plane{p}"] = Out(PacketStream(width))
-        members[f"frames{p}"] = Out(64)     # 64 bits: bytes at 400 Gb/s wrap 32 bits in 90 ms
-        members[f"bytes{p}"] = Out(64)
+        members[f"frames{p}"] = Out(1)
+        members[f"bytes{p}"] = Out(range(width // 8 + 1))
     return members
+
+
+def plane_events(planes):
+    """The names of :func:`plane_members`' events."""
+    return tuple(f"{kind}{p}" for p in range(planes) for kind in ("frames", "bytes"))
 
 
 class PlaneDemux(wiring.Component):
@@ -28,7 +33,8 @@ class PlaneDemux(wiring.Component):
     ----------
     i : In(PacketStream(width)); plane : In(stream {plane})
     plane0 .. plane<N-1> : Out(PacketStream(width))
-    frames<p>, bytes<p> : Out(64)
+    frames<p>, bytes<p> : events (:attr:`events`): a frame sent on plane p (at its last beat),
+        the bytes of a beat sent on it
     """
 
     def __init__(self, width=64, planes=2):
@@ -40,6 +46,11 @@ class PlaneDemux(wiring.Component):
             "i": In(PacketStream(width)),
             "plane": In(stream.Signature(data.StructLayout({"plane": range(planes)}))),
             **plane_members(width, planes)})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return plane_events(self._planes)
 
     def elaborate(self, platform):
         m = Module()
@@ -60,7 +71,6 @@ class PlaneDemux(wiring.Component):
             with m.If(here):
                 m.d.comb += self.i.ready.eq(out.ready)
             with m.If(here & self.i.valid & out.ready):
-                m.d.sync += getattr(self, f"bytes{p}").eq(getattr(self, f"bytes{p}") + n)
-                with m.If(self.i.payload.last):
-                    m.d.sync += getattr(self, f"frames{p}").eq(getattr(self, f"frames{p}") + 1)
+                m.d.comb += [getattr(self, f"bytes{p}").eq(n),
+                             getattr(self, f"frames{p}").eq(self.i.payload.last)]
         return m

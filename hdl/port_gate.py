@@ -19,12 +19,17 @@ class PortGate(wiring.Component):
     ----------
     i : In(PacketStream(width));  o : Out(PacketStream(width))
     enable : In(1), the port is up
-    dropped : Out(32), frames discarded
+    dropped : Out(1), an event (:attr:`events`): a frame discarded (at its last beat)
     """
 
     def __init__(self, width: int):
         super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
-                          "enable": In(1), "dropped": Out(32)})
+                          "enable": In(1), "dropped": Out(1)})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("dropped",)
 
     def elaborate(self, platform):
         m = Module()
@@ -39,5 +44,5 @@ class PortGate(wiring.Component):
             with m.If(~mid):
                 m.d.sync += discard.eq(~self.enable)
             with m.If(self.i.payload.last & ~passing):
-                m.d.sync += self.dropped.eq(self.dropped + 1)
+                m.d.comb += self.dropped.eq(1)
         return m

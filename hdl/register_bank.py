@@ -150,21 +150,24 @@ class RegisterBank(wiring.Component):
         # what the first read left (as a wide RO register's snapshot).
         counters = [r for r in regs if r.access is Access.RO and r.counts
                     and r.path not in self._absent]
-        cnt_index = {r.path: i for i, r in enumerate(counters)}
-        cnt_hit, cnt_wide = Signal(), Signal()
-        if counters:
-            m.submodules.counters = cnt = CounterBank([r.counts for r in counters],
-                                                      max(r.width for r in counters))
-            for i, r in enumerate(counters):
-                m.d.comb += cnt.inc[i].eq(getattr(self, r.port))
-            cnt_high = Signal(32)
-            with m.If(cnt_hit):
-                m.d.comb += bus.r_data.eq(cnt.rd_data[:32])
-                if len(cnt.rd_data) > 32:
-                    with m.If(cnt_wide):
-                        m.d.sync += cnt_high.eq(cnt.rd_data[32:])
+        # One bank per counter width, so a few 64-bit counters do not widen every word.
+        widths = sorted({r.width for r in counters})
+        cnt_at = {}                       # path -> (its bank's number, its bank, its index)
+        cnt_hit = Signal(len(widths))     # the bank the last read asked (one-hot)
+        cnt_high = Signal(32)
+        for j, w in enumerate(widths):
+            group = [r for r in counters if r.width == w]
+            bank = CounterBank([r.counts for r in group], w)
+            m.submodules[f"counters_w{w}"] = bank
+            for i, r in enumerate(group):
+                m.d.comb += bank.inc[i].eq(getattr(self, r.port))
+                cnt_at[r.path] = (j, bank, i)
+            with m.If(cnt_hit[j]):
+                m.d.comb += bus.r_data.eq(bank.rd_data[:32])
+                if w > 32:
+                    m.d.sync += cnt_high.eq(bank.rd_data[32:])
         with m.If(bus.r_stb):
-            m.d.sync += [cnt_hit.eq(0), cnt_wide.eq(0)]
+            m.d.sync += cnt_hit.eq(0)
 
         # Reads. The first word of a wide RO register snapshots the rest for the words after.
         with m.If(bus.r_stb):
@@ -185,13 +188,13 @@ class RegisterBank(wiring.Component):
                     shadow = None
                     if r.access is Access.RO and r.words > 1 and r.path not in self._absent:
                         shadow = Signal(r.width - 32, name=f"snapshot_{r.port}")
-                    if r.path in cnt_index:
+                    if r.path in cnt_at:
+                        j, bank, i = cnt_at[r.path]
                         for k in range(r.words):
                             with m.Case(r.offset + 4 * k):
                                 if k == 0:
-                                    m.d.comb += [cnt.rd_addr.eq(cnt_index[r.path]),
-                                                 cnt.rd_en.eq(1)]
-                                    m.d.sync += [cnt_hit.eq(1), cnt_wide.eq(r.words > 1)]
+                                    m.d.comb += [bank.rd_addr.eq(i), bank.rd_en.eq(1)]
+                                    m.d.sync += cnt_hit[j].eq(1)
                                 else:
                                     m.d.sync += r_word.eq(cnt_high)
                         continue

@@ -32,7 +32,7 @@ class RegisterQueue(wiring.Component):
     i : In(stream.Signature(width, always_ready=True))
     count : Out(count_bits), records waiting;  entry : Out(width), the oldest (0 when none)
     pop : In(stream.Signature(1)), the oldest record leaves (nothing happens when none)
-    overflows : Out(32), records lost to a full queue
+    overflows : Out(1), an event (:attr:`events`): a record lost to a full queue
     """
 
     def __init__(self, width, depth, count_bits=16):
@@ -41,14 +41,19 @@ class RegisterQueue(wiring.Component):
         self._width, self._depth = width, depth
         super().__init__({"i": In(stream.Signature(width, always_ready=True)),
                           "count": Out(count_bits), "entry": Out(width),
-                          "pop": In(stream.Signature(1)), "overflows": Out(32)})
+                          "pop": In(stream.Signature(1)), "overflows": Out(1)})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("overflows",)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=self._width, depth=self._depth)
         m.d.comb += [fifo.w_data.eq(self.i.payload), fifo.w_en.eq(self.i.valid)]
         with m.If(self.i.valid & ~fifo.w_rdy):
-            m.d.sync += self.overflows.eq(self.overflows + 1)
+            m.d.comb += self.overflows.eq(1)
         m.d.comb += [self.count.eq(fifo.level),
                      self.entry.eq(Mux(fifo.r_rdy, fifo.r_data, 0)),
                      self.pop.ready.eq(1), fifo.r_en.eq(self.pop.valid)]

@@ -65,7 +65,7 @@ class Segmenter(wiring.Component):
     rx_addr, ack_addr, rtx_addr : In(range(qps)); rx_static, ack_static, rtx_static :
         Out(static_layout()), the context's other read ports (a cycle of latency), for the
         receive side, the acknowledgements and the retransmissions.
-    requests, errors : Out(32): work requests taken, and refused.
+    requests, errors : Out(1), events (:attr:`events`): a work request taken, one refused.
     """
 
     def __init__(self, qps=16):
@@ -82,9 +82,14 @@ class Segmenter(wiring.Component):
             "pkt_static": Out(static_layout()),
             **{f"{name}_{kind}": port for name in READ_PORTS
                for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
-            "requests": Out(32),
-            "errors": Out(32),
+            "requests": Out(1),
+            "errors": Out(1),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("requests", "errors")
 
     def elaborate(self, platform):
         m = Module()
@@ -117,7 +122,8 @@ class Segmenter(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += self.wr.ready.eq(1)
                 with m.If(self.wr.valid):
-                    m.d.sync += [req.eq(self.wr.payload), self.requests.eq(self.requests + 1)]
+                    m.d.sync += req.eq(self.wr.payload)
+                    m.d.comb += self.requests.eq(1)
                     m.next = "LOOKUP"
             with m.State("LOOKUP"):
                 with m.If(req.qp >= Q):
@@ -151,7 +157,7 @@ class Segmenter(wiring.Component):
             with m.State("ERROR"):
                 m.d.comb += self.cpl.valid.eq(1)
                 with m.If(self.cpl.ready):
-                    m.d.sync += self.errors.eq(self.errors + 1)
+                    m.d.comb += self.errors.eq(1)
                     m.next = "IDLE"
 
         # ---- sending: the QPs with a message and an open window take turns, a packet each ----

@@ -71,12 +71,12 @@ class SprayScheduler(wiring.Component):
         spare: then only the entry named goes, under the rule below.
     hold : In(ArrayLayout(paths, qps))
         Element q: the paths (bit ``EvLayout.path(ev)``) QP ``q`` should not spray on now.
-    ignored : Out(32)
+    ignored : Out(1), an event (:attr:`events`)
         Updates and loads refused: DENIED without management, a change to a DENIED EV without
         it, ASSUMED_BAD without management for a QP's last GOOD EV when no spare can replace
         it, an index outside the profile, a spare for a plane whose spares are full, an unknown
         load operation.
-    replaced : Out(32)
+    replaced : Out(1), an event (:attr:`events`)
         ASSUMED_BAD EVs replaced by a spare.
     changed : Out(stream {qp, index, state, management, replaced, others}, always ready)
         Each update that changed an entry, the cycle after: to GOOD from ASSUMED_BAD or DENIED,
@@ -121,8 +121,8 @@ class SprayScheduler(wiring.Component):
                 "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1,
                 "path": 1}))),
             "hold": In(data.ArrayLayout(self._layout.paths, qps)),
-            "ignored": Out(32),
-            "replaced": Out(32),
+            "ignored": Out(1),
+            "replaced": Out(1),
             "peer": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "planes": planes}), always_ready=True)),
             "bad_qp": In(qp_shape), "bad": Out(evs),
@@ -131,6 +131,11 @@ class SprayScheduler(wiring.Component):
                 "replaced": 1, "others": evs}), always_ready=True)),
             "view_qp": In(qp_shape), "view_index": In(idx_shape), "view_state": Out(EvState),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("ignored", "replaced")
 
     def elaborate(self, platform):
         m = Module()
@@ -370,7 +375,7 @@ class SprayScheduler(wiring.Component):
         load_refused = Signal()
         update_refused = Signal()
         with m.If(load_refused | update_refused):
-            m.d.sync += self.ignored.eq(self.ignored + 1)
+            m.d.comb += self.ignored.eq(1)
         fetch = Signal()
         fetch_qp = Signal(range(Q))
         fetch_index = Signal(range(E))
@@ -470,8 +475,8 @@ class SprayScheduler(wiring.Component):
                                     m.d.sync += [spares[q][p].eq(spares[q][p] - 1), fetch.eq(1),
                                                  fetch_qp.eq(q), fetch_index.eq(up.index),
                                                  bit(good).eq(0), bit(skip_now).eq(0),
-                                                 bit(skip_next).eq(0),
-                                                 self.replaced.eq(self.replaced + 1)]
+                                                 bit(skip_next).eq(0)]
+                                    m.d.comb += self.replaced.eq(1)
                                 with m.Else():
                                     m.d.sync += [bit(good).eq(0), bit(bad).eq(1)]
         return m

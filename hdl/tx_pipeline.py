@@ -12,7 +12,7 @@ from .ev_prober import probe_layout
 from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
-from .plane_demux import PlaneDemux, plane_members
+from .plane_demux import PlaneDemux, plane_events, plane_members
 from .port_meter import PortMeter
 from .port_status import status_layout
 from .qp_context import QpState, SrMode, context_write_layout, static_layout
@@ -81,10 +81,11 @@ class TxPipeline(wiring.Component):
         the spray passes it over (:class:`PortMeter`; rate 0: only a stalled output is busy)
     next_hop : In(ArrayLayout(48, planes)), each plane's Ethernet destination (0: the QP's)
     plane0 .. plane<N-1> : Out(PacketStream(width))
-    requests : Out(32), work requests taken;  err_<reason> : Out(32), failed work requests by
-    status (the register map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p> : Out(64)
-    ev_refused, ev_replaced : Out(32), the spray scheduler's ``ignored`` and ``replaced``
-    status_sent : Out(1), an event (:attr:`events`): a port-status update sent
+    Events (:attr:`events`, each cycle's increment of a counter the register bank keeps):
+    requests, a work request taken;  err_<reason>, a failed work request by status (the register
+    map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p>, a frame and a beat's bytes sent on plane p;
+    ev_refused, ev_replaced, the spray scheduler's ``ignored`` and ``replaced``;
+    status_sent, a port-status update sent
     ev_view_qp, ev_view_index : In; ev_view_state : Out(EvState), that profile entry's state
     ev_changed : Out(stream), always ready: the spray scheduler's ``changed``, each EV state
         change
@@ -137,13 +138,13 @@ class TxPipeline(wiring.Component):
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
             "port_rate": In(16), "port_limit": In(16),
             "next_hop": In(data.ArrayLayout(48, planes)),
-            "requests": Out(32), "ev_refused": Out(32), "ev_replaced": Out(32),
+            "requests": Out(1), "ev_refused": Out(1), "ev_replaced": Out(1),
             "status_sent": Out(1),
             "ev_view_qp": In(range(qps)), "ev_view_index": In(range(evs)),
             "ev_view_state": Out(EvState),
             "ev_changed": Out(stream.Signature(
                 spray_sig["changed"].signature.members["payload"].shape, always_ready=True)),
-            **{f"err_{r}": Out(32) for r in TX_ERROR_REASONS},
+            **{f"err_{r}": Out(1) for r in TX_ERROR_REASONS},
             **plane_members(width, planes),
         }
         super().__init__(members)
@@ -151,7 +152,8 @@ class TxPipeline(wiring.Component):
     @property
     def events(self):
         """The counters' event outputs, for the register bank to count."""
-        return ("status_sent",)
+        return ("requests", "ev_refused", "ev_replaced", "status_sent",
+                *(f"err_{r}" for r in TX_ERROR_REASONS), *plane_events(self._planes))
 
     def elaborate(self, platform):
         m = Module()
@@ -406,6 +408,5 @@ class TxPipeline(wiring.Component):
             for status in WrStatus:
                 if status is not WrStatus.OK:
                     with m.If(self.cpl.payload.status == status):
-                        count = getattr(self, f"err_{status.name.lower()}")
-                        m.d.sync += count.eq(count + 1)
+                        m.d.comb += getattr(self, f"err_{status.name.lower()}").eq(1)
         return m

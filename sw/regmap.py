@@ -40,8 +40,8 @@ __all__ = ["Access", "Register", "REGISTERS", "MRCNIC_ID", "MRCNIC_VERSION", "by
            "TX_ERROR_REASONS", "REL_COUNTERS", "RTO_LIMIT", "CQ_ENTRY", "CQ_ROUTE_SEND",
            "CQ_ROUTE_RECV", "MEM_WINDOW_BYTES", "EVQ_ENTRY", "EVQ_OTHERS", "STORE_WORDS",
            "CC_PARAMS", "unpack", "pack", "commands", "memories", "MAC_COUNTERS",
-           "MGMT_COUNTERS", "BOARD_PLANES", "BOARD_BLOCKS", "NIC_REGISTERS", "BOARD_REGISTERS",
-           "plane_of"]
+           "MGMT_COUNTERS", "MAC_COUNTER_STEPS", "BOARD_PLANES", "BOARD_BLOCKS", "NIC_REGISTERS",
+           "BOARD_REGISTERS", "plane_of"]
 
 MRCNIC_ID = 0x4D52_4331       # "MRC1"
 MRCNIC_VERSION = 0x0001_0003  # major.minor in the two halves
@@ -263,23 +263,25 @@ def _tx_registers():
            "like tx.src_mac."),
         _r("tx", "plane_enable", 0x318, MAX_PLANES, "RW", (1 << MAX_PLANES) - 1,
            "Bit p: the TX side may send on plane p (ANDed with the port's own readiness)."),
-        _r("tx", "requests", 0x320, 32, "RO", 0, "Work requests taken."),
+        _count("tx", "requests", 0x320, "Work requests taken."),
     ]
-    regs += [_r("tx", f"err_{why}", 0x324 + 4 * i, 32, "RO", 0,
-                f"Error completions with status {why.upper()}"
-                + (": one per packet whose payload read failed." if why == "memory" else
-                   ": one per work request refused."))
+    regs += [_count("tx", f"err_{why}", 0x324 + 4 * i,
+                    f"Error completions with status {why.upper()}"
+                    + (": one per packet whose payload read failed." if why == "memory" else
+                       ": one per work request refused."))
              for i, why in enumerate(TX_ERROR_REASONS)]
-    regs += [_r("tx", f"frames_p{p}", 0x340 + 8 * p, 64, "RO", 0, f"Frames sent on plane {p}.")
+    # 64 bits: bytes at 400 Gb/s wrap 32 bits in 90 ms. A beat carries up to 64 bytes.
+    regs += [_count("tx", f"frames_p{p}", 0x340 + 8 * p, f"Frames sent on plane {p}.", width=64)
              for p in range(MAX_PLANES)]
-    regs += [_r("tx", f"bytes_p{p}", 0x380 + 8 * p, 64, "RO", 0,
-                f"Bytes sent on plane {p} (whole frames, without the Ethernet FCS).")
+    regs += [_count("tx", f"bytes_p{p}", 0x380 + 8 * p,
+                    f"Bytes sent on plane {p} (whole frames, without the Ethernet FCS).",
+                    width=64, step=7)
              for p in range(MAX_PLANES)]
     regs += [
-        _r("tx", "ev_refused", 0x3C0, 32, "RO", 0,
+        _count("tx", "ev_refused", 0x3C0,
            "EV state changes and loads refused: DENIED set or left other than by ev.set_state, "
            "an index outside the profile, a spare beyond global.spares."),
-        _r("tx", "ev_replaced", 0x3C4, 32, "RO", 0, "ASSUMED_BAD EVs replaced by a spare."),
+        _count("tx", "ev_replaced", 0x3C4, "ASSUMED_BAD EVs replaced by a spare."),
         _r("tx", "port_rate", 0x3C8, 16, "RW", 0,
            "Each port's line rate, in 1/256 bytes a core clock cycle (8 Gb/s at 250 MHz: 1024), "
            "for the port meters: a port that holds more than tx.port_limit bytes of what it was "
@@ -359,8 +361,9 @@ _NET = tuple(
        "and the peers hear it is down (port status), as if its link had failed."),
     _r("net", "port_up", 0x8C4, MAX_PLANES, "RO", 0,
        "Bit p: port p is up: its link is (the MAC's port_ready) and net.port_admin lets it."),
-    _r("net", "disabled_drops", 0x8C8, 32, "RO", 0,
-       "Frames discarded because they arrived on a port net.port_admin holds down."),
+    _count("net", "disabled_drops", 0x8C8,
+           "Frames discarded because they arrived on a port net.port_admin holds down.",
+           step=MAX_PLANES.bit_length()),       # one a plane a cycle
 )
 
 # uSID templates: one per destination leaf (see EV to path).
@@ -396,7 +399,7 @@ _WQ = (
     _r("wq", "post", 0x924, 16, "CMD", 0,
        "Write a work request id: the request staged in wq.* is posted with it. Pending until "
        "the TX side takes it, which it does only while global.control bit 0 is set."),
-    _r("wq", "posted", 0x928, 32, "RO", 0, "Work requests posted through wq.post."),
+    _count("wq", "posted", 0x928, "Work requests posted through wq.post."),
 )
 
 #: cq.route bits
@@ -416,7 +419,7 @@ _CQ = (
        "recv (0 a work request completed, 1 a message received whole), 37 has_imm, 63:48 MSN "
        "(recv), 95:64 the immediate (recv with has_imm)."),
     _r("cq", "pop", 0x954, 1, "CMD", 0, "Write 1: the oldest entry leaves the queue."),
-    _r("cq", "overflows", 0x958, 32, "RO", 0,
+    _count("cq", "overflows", 0x958,
        "Completions lost because the queue was full (cq.depth entries): poll it often enough."),
     _r("cq", "depth", 0x95C, 32, "CONST", 0, "Entries the completion queue holds."),
 )
@@ -467,7 +470,7 @@ _EVQ = (
        "NIC's own for one rotation, is never a change). 0: none."),
     _r("evq", "count", 0x9E4, 16, "RO", 0, "Events waiting in the EV event queue."),
     _r("evq", "pop", 0x9E8, 1, "CMD", 0, "Write 1: the oldest event leaves the queue."),
-    _r("evq", "overflows", 0x9EC, 32, "RO", 0,
+    _count("evq", "overflows", 0x9EC,
        "Events lost because the queue was full (evq.depth events): an exact count."),
     _r("evq", "depth", 0x9F0, 32, "CONST", 0, "Events the EV event queue holds."),
     _r("evq", "entry", 0xA00, 128, "RO", 0,
@@ -492,7 +495,7 @@ _EP = (
     _r("ep", "rtt", 0xA50, 16, "RO", 0,
        "The round trip of the last of them, in cycles: from the probe's send time, which its "
        "answer echoes, to the answer's arrival."),
-    _r("ep", "refused", 0xA54, 32, "RO", 0,
+    _count("ep", "refused", 0xA54,
        "ep.probe commands refused: the entry's plane had its port down, so nothing was sent."),
     _r("ep", "status", 0xA58, 1, "CMD", 0,
        "Write 1: this NIC's port status goes to every RTR or RTS QP's peer now, as when a port "
@@ -513,7 +516,7 @@ _MEM = (
        "bytes of mem.wdata there. Pending until the memory has answered."),
     _r("mem", "error", 0x990, 1, "RO", 0,
        "1: the memory refused the last access (a read's mem.rdata is then zero)."),
-    _r("mem", "errors", 0x994, 32, "RO", 0, "Accesses the memory refused."),
+    _count("mem", "errors", 0x994, "Accesses the memory refused."),
     _r("mem", "wdata", 0x9A0, 8 * MEM_WINDOW_BYTES, "RW", 0,
        "The bytes a write puts in memory, byte 0 (at mem.addr) in the low bits."),
     _r("mem", "rdata", 0x9C0, 8 * MEM_WINDOW_BYTES, "RO", 0,
@@ -569,6 +572,9 @@ MGMT_COUNTERS = {
     "dropped": "frames for the management port that were no well-formed request",
     "missed": "requests that arrived while another was being served (not answered)",
 }
+#: The MAC counters that count bytes, and the widths of their increments: a received frame's
+#: bytes at its end (frames of up to 16383 bytes), a sent beat's (up to 64).
+MAC_COUNTER_STEPS = {"rx_bytes": 14, "tx_bytes": 7}
 BOARD_PLANES = 2              # Ethernet ports a board has counters for
 #: The blocks only a board has, around the NIC: its address range is theirs alone.
 BOARD_BLOCKS = ("board", "gen", "chk", "mac", "mgmt")
@@ -592,10 +598,10 @@ def _board_registers():
     regs.append(_r("chk", "bad", 0xC48, 32, "RO", 0,
                    "Bytes of the region that differed from the pattern at the last check."))
     for p in range(BOARD_PLANES):
-        regs += [_r("mac", f"{name}_p{p}", 0xC80 + 0x40 * p + 4 * i, 32, "RO", 0,
-                    f"Port {p}: {doc}.")
+        regs += [_count("mac", f"{name}_p{p}", 0xC80 + 0x40 * p + 4 * i, f"Port {p}: {doc}.",
+                        step=MAC_COUNTER_STEPS.get(name, 1))
                  for i, (name, doc) in enumerate(MAC_COUNTERS.items())]
-    regs += [_r("mgmt", name, 0xD00 + 4 * i, 32, "RO", 0, doc[0].upper() + doc[1:] + ".")
+    regs += [_count("mgmt", name, 0xD00 + 4 * i, doc[0].upper() + doc[1:] + ".")
              for i, (name, doc) in enumerate(MGMT_COUNTERS.items())]
     return tuple(regs)
 

@@ -25,7 +25,12 @@ class MgmtBank(wiring.Component):
                 if name != "bus"}
         super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width)),
                           "mac": In(48), "ipv4": In(32), "ipv6": In(128),
-                          **{name: Out(32) for name in MGMT_PORT_COUNTERS}, **bank})
+                          **{name: Out(1) for name in MGMT_PORT_COUNTERS}, **bank})
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return MGMT_PORT_COUNTERS
 
     def elaborate(self, platform):
         m = Module()

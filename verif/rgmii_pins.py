@@ -67,6 +67,11 @@ class RgmiiPins(wiring.Component):
                           "rgmii_txd": Out(4), "rgmii_tx_ctl": Out(1), "phy_tx_clk": In(1),
                           **members})
 
+    @property
+    def events(self):
+        """The MAC's counter events, counted by the test top as the register bank would."""
+        return self._mac.events
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.mac = mac = self._mac

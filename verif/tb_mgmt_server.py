@@ -144,13 +144,13 @@ async def requests_are_carried_out_and_answered(dut):
         await c.write("tx.src_ip", ip)
         assert await c.read("tx.src_ip") == ip
         assert int(dut.tx_src_ip.value) == ip
-        frames = rng.getrandbits(64)                    # a wide counter the gateware drives
-        dut.tx_frames_p1.value = frames
+        entry = rng.getrandbits(96)                     # a wide register the gateware drives
+        dut.cq_entry.value = entry
         await ClockCycles(dut.clk, 1)
-        assert await c.read("tx.frames_p1") == frames
-        r = by_name("tx.frames_p1")                     # one word of it at a time
+        assert await c.read("cq.entry") == entry
+        r = by_name("cq.entry")                         # one word of it at a time
         pkt = c.next(Opcode.READ, r.offset + 4)
-        await c.expect(pkt.encode(), data=[frames >> 32], what="the high word alone")
+        await c.expect(pkt.encode(), data=[entry >> 32 & 0xFFFF_FFFF], what="word 1 alone")
         # Bursts: the memory window's words, the most a burst may carry, and back.
         words = [rng.getrandbits(32) for _ in range(mgmt.MAX_BURST_WORDS)]
         base = by_name("store.data").offset
@@ -253,18 +253,18 @@ async def a_retransmission_is_answered_from_the_reply_it_had(dut):
     assert (n["executed"], n["replayed"]) == (2, 1), n
 
     # A read: the retransmission gets the value the first reply had.
-    dut.tx_requests.value = 11
+    dut.rel_inflight.value = 11
     await ClockCycles(dut.clk, 1)
-    r = by_name("tx.requests")
+    r = by_name("rel.inflight")
     read = c.next(Opcode.READ, r.offset).encode()
     await c.expect(read, data=[11], what="a read")
-    dut.tx_requests.value = 12
+    dut.rel_inflight.value = 12
     await ClockCycles(dut.clk, 1)
     await c.expect(read, data=[11], what="its retransmission")
     # The same sequence number with other bytes is another request.
     h = mgmt.HEADER.unpack(read)
-    other = raw_request(Opcode.READ, h["seq"], by_name("tx.err_bad_qp").offset)
-    dut.tx_err_bad_qp.value = 5
+    other = raw_request(Opcode.READ, h["seq"], by_name("ep.answers").offset)
+    dut.ep_answers.value = 5
     await c.expect(other, data=[5], what="same sequence number, another address")
 
     # Clients are told apart by address and port; the one served longest ago makes way, and a

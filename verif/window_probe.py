@@ -33,8 +33,13 @@ class WindowProbe(wiring.Component):
             "wr_ack": Out(stream.Signature(write_ack_layout())),
             "addr": In(64), "length": In(6), "wdata": In(WINDOW_BITS),
             "access": In(stream.Signature(1)),
-            "rdata": Out(WINDOW_BITS), "error": Out(1), "errors": Out(32),
+            "rdata": Out(WINDOW_BITS), "error": Out(1), "errors": Out(1),
         })
+
+    @property
+    def events(self):
+        """The counters' event outputs, for the register bank to count."""
+        return ("errors",)
 
     def elaborate(self, platform):
         m = Module()
