@@ -33,9 +33,6 @@ from .regmap import (
     REGISTERS,
     REL_COUNTERS,
     RTO_LIMIT,
-    RX_EVENTS,
-    RX_FRONT_DROPS,
-    RX_OUTCOMES,
     TX_ERROR_REASONS,
     Access,
     by_name,
@@ -570,29 +567,22 @@ def tx_counters() -> Program:
     return out
 
 
-#: Every counter register (RO, counting events since reset), in register-map order. The other
-#: RO registers are not counts: parser.last_error is a reason code, ev.state one EV's state
-#: (:func:`ev_states`), net.port_up the ports' (:func:`ports`), rel.cwnd, rel.inflight,
-#: rel.rtt and rel.srtt one QP's (:func:`congestion`), cq.count and cq.entry the completion
-#: queue's (:func:`poll_cq`), evq.count and evq.entry the EV event queue's (:func:`ev_events`),
-#: mem.error and mem.rdata the last memory access's (:func:`mem_read`), and ep.rtt the last
-#: probe answer's (:func:`probe_result`).
+#: Every counter register (RO, counting events since reset), in register-map order: those the
+#: register map marks as counters, global.bus_errors (which the bank counts itself) and
+#: ep.answers (a count for the profile entry ep.entry names). The other RO registers are not
+#: counts: parser.last_error is a reason code, ev.state one EV's state (:func:`ev_states`),
+#: net.port_up the ports' (:func:`ports`), rel.cwnd, rel.inflight, rel.rtt and rel.srtt one
+#: QP's (:func:`congestion`), cq.count and cq.entry the completion queue's (:func:`poll_cq`),
+#: evq.count and evq.entry the EV event queue's (:func:`ev_events`), mem.error and mem.rdata
+#: the last memory access's (:func:`mem_read`), and ep.rtt the last probe answer's
+#: (:func:`probe_result`).
 COUNTERS: tuple[str, ...] = tuple(
-    r.path for r in REGISTERS if r.path in {
-        BUS_ERRORS, "icrc.frames", "icrc.bad", "parser.frames", "parser.errors",
-        "tx.requests", "tx.ev_refused", "tx.ev_replaced", "rx.frames", "net.disabled_drops",
-        "wq.posted", "cq.overflows", "mem.errors", "evq.overflows", "ep.answers",
-        "ep.refused",
-        *(f"tx.err_{why}" for why in TX_ERROR_REASONS),
-        *(f"tx.{what}_p{p}" for what in ("frames", "bytes") for p in range(MAX_PLANES)),
-        *(f"rx.drop_{name}" for name in RX_FRONT_DROPS),
-        *(f"rx.outcome_{name}" for name in RX_OUTCOMES),
-        *(f"rx.{name}" for name in RX_EVENTS),
-        *(f"rel.{name}" for name in REL_COUNTERS)})
+    r.path for r in REGISTERS if r.block not in ("mac", "mgmt")
+    and (r.counts or r.path in {BUS_ERRORS, "ep.answers"}))
 #: What a board counts around the NIC: its MACs' frames and errors and its management port's
 #: requests (the mac.* and mgmt.* registers; a NIC without a board has none).
 BOARD_COUNTERS: tuple[str, ...] = tuple(
-    r.path for r in REGISTERS if r.block in ("mac", "mgmt") and r.access is Access.RO)
+    r.path for r in REGISTERS if r.block in ("mac", "mgmt") and r.counts)
 #: the per-plane counters' planes: the NIC has registers for MAX_PLANES, its own read 0 beyond
 _COUNTER_PLANE = {f"tx.{what}_p{p}": p for what in ("frames", "bytes") for p in range(MAX_PLANES)}
 _COUNTER_PLANE |= {r.path: int(r.name.rpartition("_p")[2]) for r in REGISTERS

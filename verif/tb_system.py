@@ -24,6 +24,7 @@ from mrcnic.hdl.rx_event import completion_layout as rx_completion_layout
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regclient import AsyncRegisterClient
+from mrcnic.regmap import RX_OUTCOMES
 from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, entry_path
 from mrcnic.verif.fabric import (
     FORMATS,
@@ -91,6 +92,7 @@ class Host:
     sent: list = field(default_factory=list)     # (ns, plane, EV, opcode, dqp, rtx, TSETH time)
     sent_bytes: list = field(default_factory=list)   # the length of each frame in ``sent``
     arrived: list = field(default_factory=list)  # whole data frames in: (ns, dqp, rtx, bytes)
+    delivered: list = field(default_factory=list)  # every frame handed to it: (opcode, trimmed)
 
 
 class System:
@@ -162,6 +164,7 @@ class System:
     def _arrive(self, host, rx, frame):
         bth = frame_bth(frame)
         op, dqp, inner = bth["opcode"], bth["dqp"], bth["inner"]
+        host.delivered.append((op, tc_of(frame) >> 2 == wire.DscpClass.TRIMMED))
         if op in DATA_OPCODES and tc_of(frame) >> 2 != wire.DscpClass.TRIMMED:
             host.arrived.append((get_sim_time("ns"), dqp, bth["rtx"], len(frame)))
             # Payload bytes as they land: each PSN's first whole arrival.
@@ -426,12 +429,17 @@ async def _counters_agree(sysm, seed):
     taken before and after, and a count must lie between (one frame may be counted at its first
     beat and seen at its last)."""
     for h in sysm.hosts:
-        n0 = len(h.sent)
+        n0, m0, r0 = len(h.sent), len(h.delivered), len(h.received)
         tx = await h.regs.run(driver.tx_counters())
         rel = await h.regs.run(driver.rel_counters())
         paths = [await h.regs.run(driver.path_stats(q)) for q in range(sysm.Q)]
         rel_after = await h.regs.run(driver.rel_counters())
-        n1 = len(h.sent)
+        rx = await h.regs.run(driver.rx_counters())
+        rest = {path: await h.regs.read(path) for path in (
+            "icrc.frames", "icrc.bad", "parser.frames", "parser.errors", "net.disabled_drops",
+            "wq.posted", "mem.errors", "ep.refused", "global.bus_errors")}
+        n1, m1, r1 = len(h.sent), len(h.delivered), len(h.received)
+        _rx_counters_agree(seed, h, rx, rest, m0, m1, r0, r1)
         sent = list(zip(h.sent[:n1], h.sent_bytes[:n1], strict=True))
         for pl, c in enumerate(tx["planes"]):
             on = [(n <= n0, b) for n, (x, b) in enumerate(sent, 1) if x[1] == pl]
@@ -451,6 +459,64 @@ async def _counters_agree(sysm, seed):
         new_data = sum(1 for x, _ in sent if x[3] in DATA_OPCODES and not x[5])
         assert acked == new_data, (f"seed {seed}: host {h.index}: path.acked sums to {acked}, "
                                    f"{new_data} new data packets were sent")
+        # the reliability engine and the TX side against the wire and the host
+        assert rel["acked"] == new_data, (f"seed {seed}: host {h.index}: rel.acked "
+                                          f"{rel['acked']}, {new_data} new data packets sent")
+        assert rel["completions"] == len(h.completions), (
+            f"seed {seed}: host {h.index}: rel.completions {rel['completions']}, "
+            f"{len(h.completions)} completions came out")
+        assert rel["invalid"] == 0, f"seed {seed}: host {h.index}: rel.invalid {rel['invalid']}"
+        probes = [n <= n0 for n, (x, _) in enumerate(sent, 1) if x[3] == wire.Opcode.PROBE]
+        _between(seed, h.index, "rel.probes_sent", rel["probes_sent"], sum(probes), len(probes))
+        for kind in ("sack", "nack"):
+            op = wire.Opcode[kind.upper()]
+            out = [n <= n0 for n, (x, _) in enumerate(sent, 1) if x[3] == op]
+            _between(seed, h.index, f"rx.{kind}s", rx[f"{kind}s"], sum(out), len(out))
+        posted = sum(1 for m in sysm.messages.values() if m.src == h.index)
+        assert tx["requests"] == posted, (f"seed {seed}: host {h.index}: tx.requests "
+                                          f"{tx['requests']}, {posted} work requests posted")
+        assert not any(tx["errors"].values()), f"seed {seed}: host {h.index}: {tx['errors']}"
+
+
+FEEDBACK_OPCODES = {int(op) for op in (wire.Opcode.ACKNOWLEDGE, wire.Opcode.SACK, wire.Opcode.NACK,
+                                       wire.Opcode.ENDPOINT_REQUEST,
+                                       wire.Opcode.ENDPOINT_RESPONSE)}
+
+
+def _rx_counters_agree(seed, h, rx, rest, m0, m1, r0, r1):
+    """The receive side's counters against the frames the network handed the NIC (the first
+    ``m0`` before its registers were read, ``m1`` after) and the messages its host saw complete:
+    every frame passes the front end, each ends in the outcome its opcode and its trimming say,
+    and nothing in a well-behaved run is counted as malformed, refused or dropped."""
+    def seen(what, got, keep):
+        on = [n <= m0 for n, (op, trimmed) in enumerate(h.delivered[:m1], 1) if keep(op, trimmed)]
+        _between(seed, h.index, what, got, sum(on), len(on))
+
+    for what in ("rx.frames", "icrc.frames", "parser.frames"):
+        got = rx["frames"] if what == "rx.frames" else rest[what]
+        seen(what, got, lambda op, t: True)
+    seen("rx.outcome_*", sum(rx[f"outcome_{o}"] for o in RX_OUTCOMES), lambda op, t: True)
+    seen("rx.outcome_feedback", rx["outcome_feedback"], lambda op, t: op in FEEDBACK_OPCODES)
+    seen("rx.outcome_probe", rx["outcome_probe"], lambda op, t: op == wire.Opcode.PROBE)
+    seen("rx.outcome_trimmed", rx["outcome_trimmed"], lambda op, t: op in DATA_OPCODES and t)
+    seen("rx.outcome_placed + empty + duplicate + beyond",
+         sum(rx[f"outcome_{o}"] for o in ("placed", "empty", "duplicate", "beyond")),
+         lambda op, t: op in DATA_OPCODES and not t)
+    _between(seed, h.index, "rx.completions", rx["completions"], r0, r1)
+    assert rx["ooo"] <= rx["outcome_placed"] + rx["outcome_empty"], (
+        f"seed {seed}: host {h.index}: rx.ooo {rx['ooo']} exceeds the new data packets")
+    # A trimmed frame's ICRC may be wrong (its payload is cut); it is not checked.
+    trimmed = sum(1 for _, t in h.delivered[:m1] if t)
+    assert rest["icrc.bad"] <= trimmed, (f"seed {seed}: host {h.index}: icrc.bad "
+                                         f"{rest['icrc.bad']}, {trimmed} frames were trimmed")
+    zero = {f"rx.{k}": v for k, v in rx.items() if k.startswith("drop_")}
+    zero |= {f"rx.outcome_{o}": rx[f"outcome_{o}"]
+             for o in ("qp", "rkey", "bounds", "opcode", "truncated")}
+    zero |= {"rx.place_errors": rx["place_errors"]}
+    zero |= {k: v for k, v in rest.items() if k not in (
+        "icrc.frames", "icrc.bad", "parser.frames")}
+    moved = {k: v for k, v in zero.items() if v}
+    assert not moved, f"seed {seed}: host {h.index}: counted what a clean run never has: {moved}"
 
 
 async def _stuck(sysm, seed, left, total):
