@@ -185,9 +185,6 @@ class RegisterBank(wiring.Component):
                         value = getattr(self, r.port).valid
                     else:
                         value = getattr(self, r.port)
-                    shadow = None
-                    if r.access is Access.RO and r.words > 1 and r.path not in self._absent:
-                        shadow = Signal(r.width - 32, name=f"snapshot_{r.port}")
                     if r.path in cnt_at:
                         j, bank, i = cnt_at[r.path]
                         for k in range(r.words):
@@ -198,6 +195,9 @@ class RegisterBank(wiring.Component):
                                 else:
                                     m.d.sync += r_word.eq(cnt_high)
                         continue
+                    shadow = None
+                    if r.access is Access.RO and r.words > 1 and r.path not in self._absent:
+                        shadow = Signal(r.width - 32, name=f"snapshot_{r.port}")
                     if r.access is Access.RW and r.path not in self._absent:
                         for k in range(r.words):
                             with m.Case(r.offset + 4 * k):

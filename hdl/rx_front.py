@@ -14,7 +14,7 @@ from .rx_ingress import RxIngress
 from .srv6_decap import Srv6Decapsulator, strip_layout
 from .stream import check_width, packet_layout
 
-__all__ = ["FRONT_STATS", "carried_layout", "rx_meta_layout", "drop_reasons", "arrival_tc",
+__all__ = ["FRONT_EVENTS", "FRONT_STATS", "carried_layout", "rx_meta_layout", "drop_reasons", "arrival_tc",
            "is_trimmed", "RxFront"]
 
 #: the frame filter's reasons after the parser's own: a frame a guard cut short, and one for
@@ -23,8 +23,10 @@ CUT = len(ParseError)
 NOT_MINE = CUT + 1
 
 
-#: the front end's own blocks' counts, by port name (the register map's icrc.* and parser.*)
-FRONT_STATS = ("icrc_frames", "icrc_bad", "parser_frames", "parser_errors", "parser_last_error")
+#: the front end's own blocks' counts, by port name (the register map's icrc.* and parser.*):
+#: the counters' events, then the parser's last error
+FRONT_EVENTS = ("icrc_frames", "icrc_bad", "parser_frames", "parser_errors")
+FRONT_STATS = (*FRONT_EVENTS, "parser_last_error")
 
 def carried_layout():
     """The parser's fields the transport layer reads. Only these travel on: every bit of the
@@ -115,7 +117,7 @@ class RxFront(wiring.Component):
         members["sid"] = In(data.ArrayLayout(128, planes))
         members["frames"] = Out(1)
         members.update({f"drop_{r}": Out(1) for r in drop_reasons()})
-        members.update({name: Out(1) for name in FRONT_STATS[:-1]})
+        members.update({name: Out(1) for name in FRONT_EVENTS})
         members["parser_last_error"] = Out(ParseError)
         super().__init__(members)
 
@@ -126,7 +128,7 @@ class RxFront(wiring.Component):
     @property
     def events(self):
         """The counters' event outputs, for the register bank to count."""
-        return ("frames", *(f"drop_{r}" for r in drop_reasons()), *FRONT_STATS[:-1])
+        return ("frames", *(f"drop_{r}" for r in drop_reasons()), *FRONT_EVENTS)
 
     def elaborate(self, platform):
         m = Module()

@@ -10,7 +10,7 @@ from mrcnic.regmap import RX_EVENTS, RX_FRONT_DROPS, RX_OUTCOMES
 from .host_memory import MemWritePort
 from .qp_context import static_layout
 from .rx_event import RxOutcome, ack_layout, completion_layout
-from .rx_front import FRONT_STATS, RxFront, drop_reasons
+from .rx_front import FRONT_EVENTS, FRONT_STATS, RxFront, drop_reasons
 from .rx_transport import RX_COUNTERS, RxTransport, init_layout
 from .stream import PacketStream, check_width
 from .transport_parser import transport_layout
@@ -75,7 +75,7 @@ class RxPipeline(wiring.Component):
     @property
     def events(self):
         """The counters' event outputs, for the register bank to count."""
-        return (*rx_counter_names(), *FRONT_STATS[:-1])
+        return (*rx_counter_names(), *FRONT_EVENTS)
 
     def elaborate(self, platform):
         m = Module()

@@ -279,8 +279,8 @@ def _tx_registers():
              for p in range(MAX_PLANES)]
     regs += [
         _count("tx", "ev_refused", 0x3C0,
-           "EV state changes and loads refused: DENIED set or left other than by ev.set_state, "
-           "an index outside the profile, a spare beyond global.spares."),
+               "EV state changes and loads refused: DENIED set or left other than by "
+               "ev.set_state, an index outside the profile, a spare beyond global.spares."),
         _count("tx", "ev_replaced", 0x3C4, "ASSUMED_BAD EVs replaced by a spare."),
         _r("tx", "port_rate", 0x3C8, 16, "RW", 0,
            "Each port's line rate, in 1/256 bytes a core clock cycle (8 Gb/s at 250 MHz: 1024), "
@@ -420,7 +420,8 @@ _CQ = (
        "(recv), 95:64 the immediate (recv with has_imm)."),
     _r("cq", "pop", 0x954, 1, "CMD", 0, "Write 1: the oldest entry leaves the queue."),
     _count("cq", "overflows", 0x958,
-       "Completions lost because the queue was full (cq.depth entries): poll it often enough."),
+           "Completions lost because the queue was full (cq.depth entries): poll it often "
+           "enough."),
     _r("cq", "depth", 0x95C, 32, "CONST", 0, "Entries the completion queue holds."),
 )
 
@@ -471,7 +472,7 @@ _EVQ = (
     _r("evq", "count", 0x9E4, 16, "RO", 0, "Events waiting in the EV event queue."),
     _r("evq", "pop", 0x9E8, 1, "CMD", 0, "Write 1: the oldest event leaves the queue."),
     _count("evq", "overflows", 0x9EC,
-       "Events lost because the queue was full (evq.depth events): an exact count."),
+           "Events lost because the queue was full (evq.depth events): an exact count."),
     _r("evq", "depth", 0x9F0, 32, "CONST", 0, "Events the EV event queue holds."),
     _r("evq", "entry", 0xA00, 128, "RO", 0,
        "The oldest event (all zero when none): bits 15:0 the QP, 31:16 the profile entry, "
@@ -496,7 +497,8 @@ _EP = (
        "The round trip of the last of them, in cycles: from the probe's send time, which its "
        "answer echoes, to the answer's arrival."),
     _count("ep", "refused", 0xA54,
-       "ep.probe commands refused: the entry's plane had its port down, so nothing was sent."),
+           "ep.probe commands refused: the entry's plane had its port down, so nothing was "
+           "sent."),
     _r("ep", "status", 0xA58, 1, "CMD", 0,
        "Write 1: this NIC's port status goes to every RTR or RTS QP's peer now, as when a port "
        "changes (rel.status_sent counts them); nothing while global.control bit 0 is clear."),

@@ -164,8 +164,9 @@ class System:
     def _arrive(self, host, rx, frame):
         bth = frame_bth(frame)
         op, dqp, inner = bth["opcode"], bth["dqp"], bth["inner"]
-        host.delivered.append((op, tc_of(frame) >> 2 == wire.DscpClass.TRIMMED))
-        if op in DATA_OPCODES and tc_of(frame) >> 2 != wire.DscpClass.TRIMMED:
+        trimmed = tc_of(frame) >> 2 == wire.DscpClass.TRIMMED
+        host.delivered.append((op, trimmed))
+        if op in DATA_OPCODES and not trimmed:
             host.arrived.append((get_sim_time("ns"), dqp, bth["rtx"], len(frame)))
             # Payload bytes as they land: each PSN's first whole arrival.
             key = (host.index, dqp, bth["psn"])
@@ -492,8 +493,8 @@ def _rx_counters_agree(seed, h, rx, rest, m0, m1, r0, r1):
         on = [n <= m0 for n, (op, trimmed) in enumerate(h.delivered[:m1], 1) if keep(op, trimmed)]
         _between(seed, h.index, what, got, sum(on), len(on))
 
-    for what in ("rx.frames", "icrc.frames", "parser.frames"):
-        got = rx["frames"] if what == "rx.frames" else rest[what]
+    for what, got in (("rx.frames", rx["frames"]), ("icrc.frames", rest["icrc.frames"]),
+                      ("parser.frames", rest["parser.frames"])):
         seen(what, got, lambda op, t: True)
     seen("rx.outcome_*", sum(rx[f"outcome_{o}"] for o in RX_OUTCOMES), lambda op, t: True)
     seen("rx.outcome_feedback", rx["outcome_feedback"], lambda op, t: op in FEEDBACK_OPCODES)
