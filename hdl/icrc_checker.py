@@ -4,8 +4,8 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .crc32 import CRC_GOOD_RESIDUE, ICRC_SEED, icrc_beat, icrc_beats
-from .stream import PacketStream, check_width
+from .crc32 import ICRC_START, icrc_beat, icrc_beats, icrc_residue
+from .stream import PacketStream, check_width, keep_count
 
 __all__ = ["IcrcChecker", "checked_packet_layout"]
 
@@ -48,13 +48,21 @@ class IcrcChecker(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        L = self._width // 8
         beats = icrc_beats(self._width)
-        crc = Signal(32, init=ICRC_SEED)
+        crc = Signal(32, init=ICRC_START)
         beat = Signal(range(beats + 1))
-        crc_next = icrc_beat(m, crc, beat, self.i.payload, self._width)
+        crc_next, fed = icrc_beat(m, crc, beat, self.i.payload, self._width)
+        # The last beat was fed whole, its unused lanes as zeros: the residue is compared
+        # after as many zeros, not taken back to before them.
+        residue = Signal(32)
+        with m.Switch(keep_count(m, self.i.payload.keep)):
+            for n in range(1, L + 1):
+                with m.Case(n):
+                    m.d.comb += residue.eq(icrc_residue(L, n))
         ok = Signal()
         m.d.comb += [
-            ok.eq(crc_next == CRC_GOOD_RESIDUE),
+            ok.eq(fed & (crc_next == residue)),
             self.o.valid.eq(self.i.valid),
             self.i.ready.eq(self.o.ready),
             self.o.payload.data.eq(self.i.payload.data),
@@ -64,7 +72,7 @@ class IcrcChecker(wiring.Component):
         ]
         with m.If(self.i.valid & self.i.ready):
             with m.If(self.i.payload.last):
-                m.d.sync += [crc.eq(ICRC_SEED), beat.eq(0)]
+                m.d.sync += [crc.eq(ICRC_START), beat.eq(0)]
                 m.d.comb += [self.frames.eq(1), self.bad.eq(~ok)]
             with m.Else():
                 m.d.sync += crc.eq(crc_next)

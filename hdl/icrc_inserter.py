@@ -4,7 +4,7 @@ from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .crc32 import ICRC_SEED, icrc_beat, icrc_beats
+from .crc32 import ICRC_START, crc32_unshift, icrc_beat, icrc_beats
 from .stream import PacketStream, check_width, keep_count, packet_layout
 
 __all__ = ["IcrcInserter"]
@@ -42,19 +42,23 @@ class IcrcInserter(wiring.Component):
         W, L = self._width, self._width // 8
         beats = icrc_beats(W)
 
-        crc = Signal(32, init=ICRC_SEED)
+        crc = Signal(32, init=ICRC_START)
         beat = Signal(range(beats + 1))
         held = Signal(packet_layout(W))   # the beat waiting for its successor (or its ICRC)
         held_valid = Signal()
-        held_icrc = Signal(32)            # the ICRC, when held is a frame's last beat
+        held_crc = Signal(32)             # the register after held, a frame's last beat, whole
         tail = Signal()                   # held is the extra beat that carries the ICRC's rest
 
-        crc_next = icrc_beat(m, crc, beat, self.i.payload, W)
+        crc_next, _ = icrc_beat(m, crc, beat, self.i.payload, W)
 
         # Bytes in the held last beat (keep is a contiguous run from lane 0).
         count = keep_count(m, held.keep)
         sent = Signal(range(L + 1))       # free lanes of the last beat: ICRC bytes sent in it
         m.d.comb += sent.eq(L - count)
+        # The last beat went in whole, its free lanes as zeros: they are taken back, a cycle
+        # after the beat, from the beat held.
+        held_icrc = Signal(32)
+        m.d.comb += held_icrc.eq(~crc32_unshift(m, held_crc, sent[:(L - 1).bit_length()]))
         overflow = held.last & ~tail & (count > L - 4)
 
         # Output: the held beat, the ICRC merged in after its last byte.
@@ -94,7 +98,7 @@ class IcrcInserter(wiring.Component):
         with m.If(accept):
             m.d.sync += [held.eq(self.i.payload), held_valid.eq(1), tail.eq(0)]
             with m.If(self.i.payload.last):
-                m.d.sync += [held_icrc.eq(~crc_next), crc.eq(ICRC_SEED), beat.eq(0)]
+                m.d.sync += [held_crc.eq(crc_next), crc.eq(ICRC_START), beat.eq(0)]
             with m.Else():
                 m.d.sync += crc.eq(crc_next)
                 with m.If(beat != beats):
