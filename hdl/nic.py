@@ -328,7 +328,8 @@ class Nic(wiring.Component):
                      bank.ev_load.ready.eq(tx.ev_load.ready)]
 
         m.d.comb += [tx.ev_view_qp.eq(bank.ev_qp), tx.ev_view_index.eq(bank.ev_index),
-                     bank.ev_state.eq(tx.ev_view_state)]
+                     bank.ev_state.eq(tx.ev_view_state), bank.ev_entry.eq(tx.ev_view_ev),
+                     bank.ev_size.eq(tx.ev_view_size)]
 
         # ev.set_state (management, so DENIED can be set and left) or the reliability engine.
         up = tx.ev_update.payload

@@ -91,6 +91,11 @@ class SprayScheduler(wiring.Component):
     view_qp : In(range(qps)); view_index : In(range(evs)); view_state : Out(EvState)
         The state of that entry: DENIED, ASSUMED_BAD (also an entry outside the profile, or one
         a spare is replacing), SKIP (left out of this rotation or the next) or GOOD.
+    view_ev : Out(32)
+        The EV that entry holds (loaded, or the spare that took its place; 0 past the
+        profile), a cycle after ``view_qp`` and ``view_index`` name it.
+    view_size : Out(range(evs + 1))
+        The size of QP ``view_qp``'s profile: the entries written since it was last emptied.
     bad_qp : In(range(qps)); bad : Out(evs)
         The entries of QP ``bad_qp`` that are ASSUMED_BAD (no spare took their place) on a plane
         the QP may use now: what may be probed.
@@ -130,6 +135,7 @@ class SprayScheduler(wiring.Component):
                 "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1,
                 "replaced": 1, "others": evs}), always_ready=True)),
             "view_qp": In(qp_shape), "view_index": In(idx_shape), "view_state": Out(EvState),
+            "view_ev": Out(32), "view_size": Out(range(evs + 1)),
         })
 
     @property
@@ -182,6 +188,15 @@ class SprayScheduler(wiring.Component):
 
         def entry(bits):
             return Array(bits)[self.view_qp].bit_select(self.view_index, 1)
+
+        # The host's look at the table: a read port of its own, so a look never holds a pick.
+        # (an entry past the profile reads 0, not what a profile emptied since left there)
+        view_rd = ev_mem.read_port(transparent_for=())
+        view_in = Signal()
+        m.d.sync += view_in.eq(self.view_index < self.view_size)
+        m.d.comb += [view_rd.addr.eq(self.view_qp * E + self.view_index),
+                     self.view_ev.eq(Mux(view_in, view_rd.data, 0)),
+                     self.view_size.eq(Array(size)[self.view_qp])]
 
         with m.If(entry(denied)):
             m.d.comb += self.view_state.eq(EvState.DENIED)

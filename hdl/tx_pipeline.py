@@ -86,7 +86,8 @@ class TxPipeline(wiring.Component):
     map's ``TX_ERROR_REASONS``);  frames<p>, bytes<p>, a frame and a beat's bytes sent on plane p;
     ev_refused, ev_replaced, the spray scheduler's ``ignored`` and ``replaced``;
     status_sent, a port-status update sent
-    ev_view_qp, ev_view_index : In; ev_view_state : Out(EvState), that profile entry's state
+    ev_view_qp, ev_view_index : In; ev_view_state : Out(EvState), that profile entry's state;
+    ev_view_ev : Out(32), its EV (a cycle later); ev_view_size : Out, the QP's profile size
     ev_changed : Out(stream), always ready: the spray scheduler's ``changed``, each EV state
         change
     peer : In(stream {qp, planes}), always ready: the planes a QP's peer can receive on (the
@@ -141,7 +142,8 @@ class TxPipeline(wiring.Component):
             "requests": Out(1), "ev_refused": Out(1), "ev_replaced": Out(1),
             "status_sent": Out(1),
             "ev_view_qp": In(range(qps)), "ev_view_index": In(range(evs)),
-            "ev_view_state": Out(EvState),
+            "ev_view_state": Out(EvState), "ev_view_ev": Out(32),
+            "ev_view_size": Out(range(evs + 1)),
             "ev_changed": Out(stream.Signature(
                 spray_sig["changed"].signature.members["payload"].shape, always_ready=True)),
             **{f"err_{r}": Out(1) for r in TX_ERROR_REASONS},
@@ -190,7 +192,8 @@ class TxPipeline(wiring.Component):
             self.ev_changed.payload.eq(spray.changed.payload),
             self.ev_changed.valid.eq(spray.changed.valid),
             spray.view_qp.eq(self.ev_view_qp), spray.view_index.eq(self.ev_view_index),
-            self.ev_view_state.eq(spray.view_state),
+            self.ev_view_state.eq(spray.view_state), self.ev_view_ev.eq(spray.view_ev),
+            self.ev_view_size.eq(spray.view_size),
         ]
         for p, meter in enumerate(self._meters):
             m.submodules[f"meter{p}"] = meter

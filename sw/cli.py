@@ -185,13 +185,17 @@ def _cmd_ev_show(args) -> int:
             # keeping: ev.qp and ev.index also stage the ev commands; the look leaves them be
             states = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
                                                             driver.ev_states(q)))
+            table = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
+                                                           driver.ev_table(q)))
             # entry i is on plane i % planes: the NIC keeps its profiles so (ev.load)
-            rows += [{"qp": q, "index": i, "plane": i % planes, "state": st.name}
+            rows += [{"qp": q, "index": i, "plane": i % planes, "state": st.name,
+                      "ev": f"{table[i]:#010x}" if i < len(table) else None}
                      for i, st in enumerate(states)]
     if args.json:
         _print_json(args, rows)
         return 0
-    _print_table([[str(r[k]) for k in r] for r in rows], header=list(rows[0]), right=(0, 1, 2))
+    _print_table([[str(r[k]) if r[k] is not None else "-" for k in r] for r in rows],
+                 header=list(rows[0]), right=(0, 1, 2))
     return 0
 
 
@@ -1194,14 +1198,13 @@ def _add_ev(sub) -> None:
                                    "NIC's EV profiles")
     verbs = ev.add_subparsers(dest="verb", metavar="VERB", required=True)
     p = _verb_parser(
-        verbs, "show", target=True, help="the state of every entry of a QP's EV profile",
+        verbs, "show", target=True, help="the state and EV of every entry of a QP's EV profile",
         description="Per QP, every entry of its EV profile (global.evs of them): its index, its "
-                    "plane (entry i is on plane i % global.planes) and its state, GOOD, SKIP, "
-                    "ASSUMED_BAD or DENIED, through ev.qp and ev.index (left as they were). An "
-                    "entry past the end of a shorter profile reads ASSUMED_BAD: the NIC does not "
-                    "report a profile's length. The EV values, and so the spine each names, are "
-                    "not shown: the NIC cannot read an EV back (ev.value only stages one for "
-                    "ev.load).")
+                    "plane (entry i is on plane i % global.planes), its state, GOOD, SKIP, "
+                    "ASSUMED_BAD or DENIED, and the EV it holds (ev.entry: the one loaded, or "
+                    "the spare that took its place), through ev.qp and ev.index (left as they "
+                    "were). An entry past the end of the profile (ev.size) reads ASSUMED_BAD, "
+                    "its EV - (-j: null).")
     _qp_argument(p, "the QP whose profile to show")
     p.set_defaults(func=_cmd_ev_show)
     for verb, what in (("deny", "DENIED: never sprayed on, nor probed, nor retired or "

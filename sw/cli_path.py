@@ -26,6 +26,8 @@ def _rows(dev, q: int, show_all: bool, clock_hz: float) -> list[dict]:
     from .ctl_errors import MrcError
     from .evmap import EvLayout
     planes = dev.info["planes"]
+    # the EVs as the NIC holds them (a spare where one took an entry's place), not as loaded
+    table = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"), driver.ev_table(q)))
     states = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
                                                     driver.ev_states(q)))
     stats = _nic_call(dev.regs.run, driver.keeping(("path.qp", "path.entry"),
@@ -34,19 +36,17 @@ def _rows(dev, q: int, show_all: bool, clock_hz: float) -> list[dict]:
         binding = Controller(dev.regs).binding(q)
     except MrcError as e:
         raise _Refused(f"the NIC's store: {e}", 1) from None
+    template = None if binding is None else binding.template
     layout = EvLayout(planes, dev.info["spines"])
-    nic_ev = dict(zip(binding.entries, binding.nic_evs, strict=True)) if binding else {}
     rows = []
     for i, state in enumerate(states):
         s = stats[i]
-        if not (show_all or i in nic_ev
-                or (binding is None and (state.name != "ASSUMED_BAD"
-                                         or s["acked"] or s["lost"]))):
+        if not (show_all or i < len(table) or s["acked"] or s["lost"]):
             continue
-        ev = nic_ev.get(i)
+        ev = table[i] if i < len(table) else None
         route = "-"
-        if ev is not None and binding.template is not None:
-            route = str(binding.template.route(ev, layout))
+        if ev is not None and template is not None:
+            route = str(template.route(ev, layout))
         rows.append({"qp": q, "entry": i, "port": i % planes + 1, "state": state.name,
                      "ev": "-" if ev is None else f"{ev:#010x}", "route": route,
                      "rtt": s["rtt"], "rtt_ns": int(s["rtt"] * 1e9 / clock_hz + 0.5),
@@ -80,15 +80,16 @@ def add(sub) -> None:
         verbs, "show", target=True,
         help="per EV profile entry: port, state, EV, route, RTT, ECN marks, losses",
         description="Per QP, each entry of its EV profile: its port (entry i is on plane "
-                    "i % planes, port plane + 1), its state (ev.state), the NIC EV loaded there "
-                    "and the route it takes (from the controller's binding in the NIC's store, "
-                    "when a controller loaded the profile; the NIC cannot read an EV back), and "
-                    "what the NIC saw of it (path.*): the last RTT a SACK timed, in cycles and "
+                    "i % planes, port plane + 1), its state (ev.state), the NIC EV it holds "
+                    "(ev.entry, read back: a spare that took the entry's place shows as itself) "
+                    "and the route that EV takes (by the template of the controller's binding in "
+                    "the NIC's store, when a controller loaded the profile; else -), and what "
+                    "the NIC saw of it (path.*): the last RTT a SACK timed, in cycles and "
                     "ns, how many packets sent on it a SACK timed (the packet that triggered "
                     "it) and how many of those arrived ECN-marked, how many arrived, and how "
                     "many were sent again. The counts run from the NIC's reset, whatever EV the "
-                    "entry held. Entries shown: those the binding names; "
-                    "with no binding, those not ASSUMED_BAD or with counts; --all: every one.")
+                    "entry held. Entries shown: those of the profile (ev.size), and any other "
+                    "with counts; --all: every one.")
     _qp_argument(p, "the QP")
     p.add_argument("--all", action="store_true", help="every entry, global.evs of them")
     p.add_argument("--clock-mhz", type=_clock_mhz, metavar="MHZ",

@@ -377,6 +377,7 @@ def _ev_rows(ctl, pid: int, qp: int | None) -> list[dict]:
     """The profile's EVs (query_ev_array), the states as QP ``qp``'s table holds them, and
     where that table holds each."""
     binding = None if qp is None else _ctl_call(ctl.binding, qp)
+    table = [] if binding is None else _ctl_call(ctl.nic_table, qp)
     rows = []
     for i, e in enumerate(_ctl_call(ctl.query_ev_array, pid, qp=qp)):
         populated = e.state is not None
@@ -384,8 +385,13 @@ def _ev_rows(ctl, pid: int, qp: int | None) -> list[dict]:
                      "port": e.ev.port, "state": e.state.name if populated else None,
                      "expansion": None if e.expansion is None else "0x" + e.expansion.hex(),
                      **({} if binding is None else {"entry": binding.entries[i],
-                                                    "nic_ev": f"{binding.nic_evs[i]:#010x}"})})
+                                                    "nic_ev": _held(table, binding.entries[i])})})
     return rows
+
+
+def _held(table: list[int], entry: int) -> str | None:
+    """The EV the NIC's table holds at ``entry``, read back (None: past the table's end)."""
+    return f"{table[entry]:#010x}" if entry < len(table) else None
 
 
 def _ev_cells(row: dict) -> dict:
@@ -393,7 +399,7 @@ def _ev_cells(row: dict) -> dict:
              "port": str(row["port"] or "-"), "state": row["state"] or "UNKNOWN",
              "expansion": _text(row["expansion"])}
     if "entry" in row:
-        cells |= {"entry": str(row["entry"]), "nic_ev": row["nic_ev"]}
+        cells |= {"entry": str(row["entry"]), "nic_ev": row["nic_ev"] or "-"}
     return cells
 
 

@@ -1212,6 +1212,15 @@ class Controller:
         pid = self._bound.get(qp)
         return None if pid is None else self._evps[pid].bindings[qp]
 
+    def nic_table(self, qp: int) -> list[int]:
+        """The NIC EVs QP ``qp``'s table holds now, entry by entry, as the NIC reads them back
+        (``ev.size`` entries, ``ev.entry`` each): a spare that took an entry's place is there,
+        not the EV the binding loaded."""
+        if not _is_uint(qp, self._info["qps"]):
+            raise InvalidArgument(f"QP {qp!r} does not exist: this NIC has {self._info['qps']} "
+                                  "QPs (global.qps)")
+        return self._run(driver.keeping(("ev.qp", "ev.index"), driver.ev_table(qp)))
+
     # -- CC profiles -----------------------------------------------------------------------
 
     @shared

@@ -44,6 +44,7 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "write_template", "configure_qp", "load_ev_profile", "replace_ev", "clear_ev_profile",
            "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy", "set_reliability",
            "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
+           "ev_table",
            "set_congestion", "congestion", "path_stats", "PATH_FIELDS",
            "mac_int", "ip_int", "mac_text", "staged_qp",
            "keeping", "COUNTERS", "BOARD_COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
@@ -384,6 +385,19 @@ def ev_states(qp: int) -> Program:
     for i in range(size):
         yield from write("ev.index", i)
         out.append(EvState((yield from read("ev.state"))))
+    return out
+
+
+def ev_table(qp: int) -> Program:
+    """The EVs QP ``qp``'s profile holds now, entry by entry, as the NIC reads them back: those
+    loaded, and each spare where it took an entry's place."""
+    yield from _below("QP", qp, "global.qps")
+    yield from write("ev.qp", qp)
+    size = yield from read("ev.size")
+    out = []
+    for i in range(size):
+        yield from write("ev.index", i)
+        out.append((yield from read("ev.entry")))
     return out
 
 

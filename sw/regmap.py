@@ -341,6 +341,12 @@ _EV = (
     _r("ev", "state", 0x494, 2, "RO", 0,
        "The state of entry ev.index of QP ev.qp now: 0 GOOD, 1 SKIP (left out of this rotation "
        "or the next), 2 ASSUMED_BAD (also an entry outside the profile), 3 DENIED."),
+    _r("ev", "entry", 0x498, 32, "RO", 0,
+       "The EV entry ev.index of QP ev.qp holds now: the one loaded there, or the spare that "
+       "took its place; 0 for an entry at or past ev.size."),
+    _r("ev", "size", 0x49C, 16, "RO", 0,
+       "The entries in QP ev.qp's profile: those written since it was last emptied (ev.load "
+       "2), up to global.evs."),
 )
 
 # The NIC's addresses on each plane's network, and its ports' administrative state.

@@ -89,6 +89,24 @@ class Tb:
         diff = {k: (got[0][k], v) for k, v in expect.items() if got[0][k] != v}
         assert not diff, f"update {q}/{i} -> {state.name}: (got, want) by field {diff}"
 
+    async def check_table(self, q):
+        """The table the host reads (``view_size``, ``view_ev``) holds QP ``q``'s profile as
+        the test keeps it, spares that took an entry's place included; past it, 0."""
+        dut = self.dut
+        dut.view_qp.value = q
+        got = []
+        for i in range(self.p["evs"]):
+            dut.view_index.value = i
+            await ClockCycles(dut.clk, 2)
+            got.append(int(dut.view_ev.value))
+        size = int(dut.view_size.value)
+        want = self.profile[q] + [0] * (self.p["evs"] - len(self.profile[q]))
+        assert size == len(self.profile[q]), \
+            f"QP {q}: profile size {size}, loaded {len(self.profile[q])}"
+        diff = {i: (f"{g:#010x}", f"{w:#010x}")
+                for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w}
+        assert not diff, f"QP {q}: table (got, want) by entry {diff}"
+
     async def grants(self, qps, n):
         """n requests spread over ``qps``; returns the grants in order, each checked."""
         order = [self.rng.choice(qps) for _ in range(n)]
@@ -122,6 +140,8 @@ async def spray_follows_the_rules(dut):
     dut.port_ready.value = (1 << P) - 1
     tb = Tb(dut, p, rng)
     await tb.load_all()
+    for q in range(p["qps"]):
+        await tb.check_table(q)
 
     # Balance and coverage: planes in turn per QP, every GOOD EV used.
     gs = await tb.grants([0, 1], 40 * tb.size)
@@ -207,6 +227,7 @@ async def spray_follows_the_rules(dut):
     await tb.update(1, 5, EvState.ASSUMED_BAD)
     tb.profile[1][5] = 0xDEAD0001
     assert int(dut.replaced.value) == 1
+    await tb.check_table(1)
     gs = await tb.grants([1], 10 * tb.size)
     assert any(g["index"] == 5 for g in gs), "the replacement EV was never used"
     # Without a spare left: the EV leaves the profile until it is GOOD again.
@@ -263,6 +284,7 @@ async def spray_follows_the_rules(dut):
         await tb.load.send(AxiStreamFrame(encode(tb.lay["load"], dict(qp=1, index=i, ev=ev))))
     await tb.load.wait()
     tb.size = small
+    await tb.check_table(1)         # the old profile's entries past the new one read 0
     gs = await tb.grants([1], 20 * small)
     assert {g["index"] for g in gs} == set(range(small)), "the new profile is not all used"
     ignored = int(dut.ignored.value)

@@ -230,6 +230,11 @@ class System:
             evs = [self.layout.make(*entry_path(i, self.P, self.S), self._entropy(h, q, i))
                    for i in range(self.E)]
             self.profiles[(h, q)] = await regs.run(driver.load_ev_profile(q, evs, self.layout))
+            # the NIC's table, read back, is the profile as the driver ordered it
+            table = await regs.run(driver.ev_table(q))
+            assert table == self.profiles[(h, q)], (
+                f"NIC {h} QP {q}: table read back {[hex(v) for v in table]}, loaded "
+                f"{[hex(v) for v in self.profiles[(h, q)]]}")
         await regs.run(driver.set_reliability(RelMode.SELECTIVE, **self.sc.reliability))
         await regs.run(driver.set_ack_policy(*self.sc.ack_policy))
         # the model network takes every frame at once: the NIC meters its ports itself, as

@@ -56,7 +56,7 @@ def test_without_a_binding_the_entries_the_nic_shows_in_use(monkeypatch, capsys)
     status, out, _ = run_cli(monkeypatch, capsys, nic, "path", "show", "1", "-j")
     rows = json.loads(out)
     assert [(r["entry"], r["ev"], r["route"], r["lost"]) for r in rows] == [
-        (0, "-", "-", 0), (1, "-", "-", 0), (5, "-", "-", 1)]
+        (0, "0x00000010", "-", 0), (1, "0x00000011", "-", 0), (5, "-", "-", 1)]
     status, out, _ = run_cli(monkeypatch, capsys, nic, "path", "show", "1", "--all", "-j")
     assert [r["entry"] for r in json.loads(out)] == list(range(nic.word("global.evs")))
 

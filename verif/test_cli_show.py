@@ -16,12 +16,14 @@ import time
 
 from mrcnic import driver, regmap
 from mrcnic.enums import MTU_CODES, EvState, QpState, SrMode
+from mrcnic.evmap import EvLayout
 from mrcnic.target import Device
 from mrcnic.verif.cli_helpers import mrcnic
 
 #: RO registers that are not counts (what each is: driver.COUNTERS)
-NOT_COUNTERS = {"parser.last_error", "ev.state", "net.port_up", "rel.cwnd", "rel.inflight",
-                "rel.rtt", "rel.srtt", "cq.count", "cq.entry", "mem.error", "mem.rdata",
+NOT_COUNTERS = {"parser.last_error", "ev.state", "ev.entry", "ev.size", "net.port_up",
+                "rel.cwnd", "rel.inflight", "rel.rtt", "rel.srtt", "cq.count", "cq.entry",
+                "mem.error", "mem.rdata",
                 "evq.count", "evq.entry", "ep.rtt", "cc.view",
                 # one profile entry's, through path.qp and path.entry (mrcnic path show)
                 "path.rtt", "path.timed", "path.ecn", "path.acked", "path.lost",
@@ -91,6 +93,7 @@ def test_ev_show_lists_each_entry_with_its_state(served):
             r = mrcnic("--target", url, "ev", "show", "0")
             every = json.loads(mrcnic("-j", "ev", "show", "--target", url).stdout)
             states = {q: dev.regs.run(driver.ev_states(q)) for q in range(dev.info["qps"])}
+            tables = {q: dev.regs.run(driver.ev_table(q)) for q in range(dev.info["qps"])}
             dev.write("ev.qp", 1)
             dev.write("ev.index", 7)
             mrcnic("--target", url, "ev", "show", "2")
@@ -100,13 +103,21 @@ def test_ev_show_lists_each_entry_with_its_state(served):
         planes, evs = dev.info["planes"], dev.info["evs"]
     assert r.returncode == 0 and r.stderr == "", r
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["qp", "index", "plane", "state"]
+    assert lines[0].split() == ["qp", "index", "plane", "state", "ev"]
+
+    def ev(q, i):
+        return f"{tables[q][i]:#010x}" if i < len(tables[q]) else None
     rows = [line.split() for line in lines[1:]]
-    assert rows == [["0", str(i), str(i % planes), states[0][i].name] for i in range(evs)]
+    assert rows == [["0", str(i), str(i % planes), states[0][i].name, ev(0, i) or "-"]
+                    for i in range(evs)]
     assert states[0][5] is EvState.DENIED and states[0][4] is EvState.GOOD
-    assert every == [{"qp": q, "index": i, "plane": i % planes, "state": s.name}
+    assert every == [{"qp": q, "index": i, "plane": i % planes, "state": s.name, "ev": ev(q, i)}
                      for q in states for i, s in enumerate(states[q])]
-    # QP 2 was never given a profile: every entry lies past its end
+    # the simulation loaded QPs 0 and 1, each entry's EV on the entry's plane; QP 2 was never
+    # given a profile: every entry lies past its end
+    assert tables[0] and tables[1] and tables[2] == []
+    assert all(EvLayout(planes, dev.info["spines"]).plane(v) == i % planes
+               for i, v in enumerate(tables[0]))
     assert set(states[2]) == {EvState.ASSUMED_BAD}
 
 

@@ -47,6 +47,9 @@ def test_the_controller_and_application_flows_through_the_cli(served):
     assert bound
     paths = run(url0, "path", "show", str(IDLE_QP))
     assert len(paths) == 8 and all(p["route"].startswith("fcbb:bb00:") for p in paths)
+    # the EVs path show reads back from the NIC's table are those the controller loaded
+    loaded = dict(zip(bound["entries"], bound["nic_evs"], strict=True))
+    assert {p["entry"]: p["ev"] for p in paths} == loaded
     assert {p["port"] for p in paths} == {1, 2}
     assert {p["state"] for p in paths} == {"GOOD"}
     # the application's flow: QP 1 of each NIC to RTS, NIC 0's on CC profile 3

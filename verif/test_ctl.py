@@ -73,8 +73,9 @@ def _path(offset):
 
 class FakeNic(FakeBus):
     """The register bank's words, with the EV commands taken as the NIC takes them: a table per
-    QP whose entries ev.load writes (GOOD) or empties and ev.set_state changes; ev.state reads
-    the entry ev.qp and ev.index select, ASSUMED_BAD past the table's end. And the EV event
+    QP whose entries ev.load writes (GOOD) or empties and ev.set_state changes; ev.state and
+    ev.entry read the entry ev.qp and ev.index select (ASSUMED_BAD and 0 past the table's end),
+    ev.size the table's length. And the EV event
     queue (evq.*) of ``evq_depth`` entries, which a test fills through :meth:`change` as the
     NIC's spray scheduler would."""
 
@@ -162,6 +163,12 @@ class FakeNic(FakeBus):
             table = self.tables.get(self.word("ev.qp"), [])
             index = self.word("ev.index")
             return table[index][1] if index < len(table) else EvState.ASSUMED_BAD.value
+        if _path(offset) == "ev.size":
+            return len(self.tables.get(self.word("ev.qp"), []))
+        if _path(offset) == "ev.entry":
+            table = self.tables.get(self.word("ev.qp"), [])
+            index = self.word("ev.index")
+            return (table[index] or [0])[0] if index < len(table) else 0
         if _path(offset).startswith("path.") and regmap.by_offset(offset).access.value == "RO":
             rec = self.paths.get((self.word("path.qp"), self.word("path.entry")), {})
             return rec.get(_path(offset).removeprefix("path."), 0)
