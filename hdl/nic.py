@@ -4,7 +4,15 @@ from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.regmap import CC_PARAMS, MAX_PLANES, NIC_REGISTERS, REL_COUNTERS, TX_ERROR_REASONS, by_name
+from mrcnic.regmap import (
+    CC_PARAMS,
+    MAX_PLANES,
+    NIC_REGISTERS,
+    REL_COUNTERS,
+    TX_ERROR_REASONS,
+    Access,
+    by_name,
+)
 
 from .cc_profile_table import CcProfileTable
 from .completion_queue import CompletionQueue
@@ -124,7 +132,10 @@ class Nic(wiring.Component):
                     "tpl.count": max_usids, "tpl.spine_index": max_usids - 1,
                     "ep.qp": qps - 1, "ep.entry": evs - 1, "qp.cc_profile": cc_profiles - 1,
                     "cc.write": cc_profiles - 1, "path.qp": qps - 1, "path.entry": evs - 1},
-            registers=NIC_REGISTERS, planes=planes)
+            registers=NIC_REGISTERS, planes=planes,
+            # block RAM read ports behind selectors (ev.qp/ev.index, path.qp/path.entry)
+            late=("ev.entry", *(r.path for r in NIC_REGISTERS
+                                if r.block == "path" and r.access is Access.RO)))
         members = {
             "bus": In(CSRBus()),
             "wr": In(stream.Signature(work_request_layout())),

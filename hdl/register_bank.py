@@ -43,9 +43,12 @@ class RegisterBank(wiring.Component):
     limits : {register path: largest value} for RW and CMD registers bounded by build parameters.
     registers : the table (defaults to the project's register map).
     planes : the planes the build has (default: every plane the map has registers for).
+    late : RO registers (of one word, not counters) whose input follows the selectors that
+        choose it a cycle late, as a block RAM's read port does: a read of one takes the value
+        a cycle after the strobe, so a read just after a selector's write sees the entry chosen.
     """
 
-    def __init__(self, constants=None, limits=None, registers=REGISTERS, planes=None):
+    def __init__(self, constants=None, limits=None, registers=REGISTERS, planes=None, late=()):
         if planes is not None and (not isinstance(planes, int) or planes < 1):
             raise ValueError(f"planes must be a positive integer, not {planes!r}")
         self._registers = tuple(registers)
@@ -53,6 +56,12 @@ class RegisterBank(wiring.Component):
                         if planes is not None and (plane_of(r) or 0) >= planes}
         self._constants = dict(constants or {})
         paths = {r.path: r for r in self._registers}
+        self._late = tuple(late)
+        for path in self._late:
+            r = paths.get(path)
+            if r is None or r.access is not Access.RO or r.counts or r.words > 1:
+                raise ValueError(f"{path!r} is not a one-word RO register other than a counter; "
+                                 "only those can be read late")
         for path, value in self._constants.items():
             if path not in paths or paths[path].access is not Access.CONST:
                 raise ValueError(f"{path!r} is not a CONST register; constants can only set those")
@@ -169,8 +178,20 @@ class RegisterBank(wiring.Component):
         with m.If(bus.r_stb):
             m.d.sync += cnt_hit.eq(0)
 
+        # Late RO registers: the value is taken the cycle after the strobe, and kept (a read in
+        # that cycle takes over r_word: its assignments come after these).
+        late_hit = Signal(max(1, len(self._late)))
+        with m.If(late_hit.any()):
+            m.d.sync += late_hit.eq(0)
+        for j, path in enumerate(self._late):
+            value = getattr(self, next(r.port for r in regs if r.path == path))
+            with m.If(late_hit[j]):
+                m.d.comb += bus.r_data.eq(value)
+                m.d.sync += r_word.eq(value)
+
         # Reads. The first word of a wide RO register snapshots the rest for the words after.
         with m.If(bus.r_stb):
+            m.d.sync += late_hit.eq(0)
             with m.Switch(bus.addr):
                 for r in regs:
                     if r.access is Access.MEM:
@@ -194,6 +215,10 @@ class RegisterBank(wiring.Component):
                                     m.d.sync += cnt_hit[j].eq(1)
                                 else:
                                     m.d.sync += r_word.eq(cnt_high)
+                        continue
+                    if r.path in self._late:
+                        with m.Case(r.offset):
+                            m.d.sync += late_hit[self._late.index(r.path)].eq(1)
                         continue
                     shadow = None
                     if r.access is Access.RO and r.words > 1 and r.path not in self._absent:

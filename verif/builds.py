@@ -35,12 +35,16 @@ def header_parser(width):
 BANK_CONSTANTS = {"global.data_width": 64, "global.planes": 2, "global.qps": 4}
 BANK_LIMITS = {"qp.write": 3, "ev.index": 15}
 BANK_PLANES = BANK_CONSTANTS["global.planes"]
+#: read a cycle late, as the NIC reads its EV table's block RAM
+BANK_LATE = ("ev.entry",)
 
 
 def register_bank():
     return harness.build(
-        lambda constants, limits, planes: AxisTop(RegisterBank(constants, limits, planes=planes)),
-        {"constants": BANK_CONSTANTS, "limits": BANK_LIMITS, "planes": BANK_PLANES},
+        lambda constants, limits, planes, late: AxisTop(RegisterBank(constants, limits,
+                                                                     planes=planes, late=late)),
+        {"constants": BANK_CONSTANTS, "limits": BANK_LIMITS, "planes": BANK_PLANES,
+         "late": BANK_LATE},
         "register_bank")
 
 

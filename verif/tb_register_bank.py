@@ -2,7 +2,7 @@
 
 import cocotb
 import pytest
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from mrcnic.hdl.csr_bus import Refusal
 from mrcnic.regclient import AsyncRegisterClient, RegisterError, read_words, write_words
@@ -207,3 +207,36 @@ async def a_reset_returns_every_rw_register_to_its_reset_value(dut):
     r = by_name("tx.src_ip")
     await regs.write(r.path, 0x2001_0db8 << 96 | 7)
     assert await regs.read(r.path) == 0x2001_0db8 << 96 | 7
+
+
+@cocotb.test()
+async def a_late_register_reads_the_entry_its_selector_chose(dut):
+    """ev.entry is read late: its input follows ev.index a cycle behind, as a block RAM read
+    port addressed by it does, and a read right after the selector's write still sees the
+    entry chosen, on every read of it and every word around it."""
+    p = params()
+    assert "ev.entry" in p["late"]
+    await setup(dut)
+    bus = CsrBus(dut)
+    regs = AsyncRegisterClient(bus)
+
+    def entry(index):
+        return 0x5EED_0000 | index << 4
+
+    async def read_port():
+        while True:
+            await ReadOnly()
+            index = int(dut.ev_index.value)
+            await RisingEdge(dut.clk)
+            dut.ev_entry.value = entry(index)
+    cocotb.start_soon(read_port())
+    for index in (3, 7, 0, 15, 8, 8, 1):
+        await regs.write("ev.index", index)
+        assert await regs.read("ev.entry") == entry(index), index
+        assert await regs.read("ev.entry") == entry(index), index
+        assert await regs.read("ev.index") == index        # the word after it: its own
+    # a read of it, then at once one of another register: each its own value
+    await regs.write("ev.index", 5)
+    got = [await bus.read(by_name("ev.entry").offset), await bus.read(by_name("ev.qp").offset)]
+    assert got == [entry(5), 0]
+    assert await regs.read("global.bus_errors") == 0
