@@ -183,14 +183,12 @@ def _cmd_ev_show(args) -> int:
         rows = []
         for q in _qps(args, dev):
             # keeping: ev.qp and ev.index also stage the ev commands; the look leaves them be
-            states = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
-                                                            driver.ev_states(q)))
-            table = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
-                                                           driver.ev_table(q)))
+            entries = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
+                                                             driver.ev_entries(q)))
             # entry i is on plane i % planes: the NIC keeps its profiles so (ev.load)
             rows += [{"qp": q, "index": i, "plane": i % planes, "state": st.name,
-                      "ev": f"{table[i]:#010x}" if i < len(table) else None}
-                     for i, st in enumerate(states)]
+                      "ev": None if ev is None else f"{ev:#010x}"}
+                     for i, (st, ev) in enumerate(entries)]
     if args.json:
         _print_json(args, rows)
         return 0

@@ -27,9 +27,8 @@ def _rows(dev, q: int, show_all: bool, clock_hz: float) -> list[dict]:
     from .evmap import EvLayout
     planes = dev.info["planes"]
     # the EVs as the NIC holds them (a spare where one took an entry's place), not as loaded
-    table = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"), driver.ev_table(q)))
-    states = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
-                                                    driver.ev_states(q)))
+    entries = _nic_call(dev.regs.run, driver.keeping(("ev.qp", "ev.index"),
+                                                     driver.ev_entries(q)))
     stats = _nic_call(dev.regs.run, driver.keeping(("path.qp", "path.entry"),
                                                    driver.path_stats(q)))
     try:
@@ -39,11 +38,10 @@ def _rows(dev, q: int, show_all: bool, clock_hz: float) -> list[dict]:
     template = None if binding is None else binding.template
     layout = EvLayout(planes, dev.info["spines"])
     rows = []
-    for i, state in enumerate(states):
+    for i, (state, ev) in enumerate(entries):
         s = stats[i]
-        if not (show_all or i < len(table) or s["acked"] or s["lost"]):
+        if not (show_all or ev is not None or s["acked"] or s["lost"]):
             continue
-        ev = table[i] if i < len(table) else None
         route = "-"
         if ev is not None and template is not None:
             route = str(template.route(ev, layout))

@@ -44,7 +44,7 @@ __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_ad
            "write_template", "configure_qp", "load_ev_profile", "replace_ev", "clear_ev_profile",
            "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy", "set_reliability",
            "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
-           "ev_table",
+           "ev_table", "ev_entries",
            "set_congestion", "congestion", "path_stats", "PATH_FIELDS",
            "mac_int", "ip_int", "mac_text", "staged_qp",
            "keeping", "COUNTERS", "BOARD_COUNTERS", "counters", "MAX_MESSAGE", "Completion", "post_write",
@@ -398,6 +398,22 @@ def ev_table(qp: int) -> Program:
     for i in range(size):
         yield from write("ev.index", i)
         out.append((yield from read("ev.entry")))
+    return out
+
+
+def ev_entries(qp: int) -> Program:
+    """Every entry of QP ``qp``'s profile (up to global.evs) in one pass over ``ev.index``:
+    its :class:`EvState` and the EV it holds, as :func:`ev_states` and :func:`ev_table` read
+    them (None past the profile's end)."""
+    yield from _below("QP", qp, "global.qps")
+    evs = yield from read("global.evs")
+    yield from write("ev.qp", qp)
+    size = yield from read("ev.size")
+    out = []
+    for i in range(evs):
+        yield from write("ev.index", i)
+        state = EvState((yield from read("ev.state")))
+        out.append((state, (yield from read("ev.entry")) if i < size else None))
     return out
 
 
