@@ -219,6 +219,7 @@ class Nic(wiring.Component):
             *[tx.next_hop[p].eq(getattr(bank, f"net_next_hop_p{p}")) for p in range(planes)],
             *[rx.sid[p].eq(getattr(bank, f"net_sid_p{p}")) for p in range(planes)],
             tx.port_ready.eq(up & bank.tx_plane_enable[:planes]),
+            tx.spray_mode.eq(bank.tx_spray),
             tx.port_rate.eq(bank.tx_port_rate), tx.port_limit.eq(bank.tx_port_limit),
         ]
 
@@ -301,7 +302,9 @@ class Nic(wiring.Component):
         wiring.connect(m, tx.sent, rel.sent)
         wiring.connect(m, tx.probed, rel.probed)
         wiring.connect(m, rel.peer, tx.peer)
-        m.d.comb += tx.hold.eq(rel.hold)
+        # rel.ev_health 0: losses move no EV (the baselines MRC is measured against).
+        health = bank.rel_ev_health
+        m.d.comb += tx.hold.eq(Mux(health, rel.hold, 0))
         m.d.comb += [rel.now.eq(tx.timestamp), tx.gate_open.eq(rel.gate_open),
                      tx.gate_ready.eq(rel.gate_ready),
                      rel.mode.as_value().eq(bank.rel_mode)]
@@ -329,8 +332,10 @@ class Nic(wiring.Component):
         for name in ("cwnd", "inflight", "rtt", "srtt"):
             m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(rel, f"view_{name}"))
         for name in REL_COUNTERS:
-            m.d.comb += getattr(bank, f"rel_{name}").eq(getattr(tx if name == "status_sent"
-                                                                else rel, name))
+            event = getattr(tx if name == "status_sent" else rel, name)
+            if name in ("ev_skip", "ev_bad"):
+                event = event & health      # (what rel.ev_health 0 drops was never set)
+            m.d.comb += getattr(bank, f"rel_{name}").eq(event)
 
         # ev.load: an entry, a spare or a clear of the staged QP's profile.
         ld = tx.ev_load.payload
@@ -351,9 +356,9 @@ class Nic(wiring.Component):
         with m.Else():
             r = rel.ev_update.payload
             m.d.comb += [up.qp.eq(r.qp), up.index.eq(r.index), up.state.eq(r.state),
-                         up.path.eq(r.path),
-                         up.management.eq(0), tx.ev_update.valid.eq(rel.ev_update.valid),
-                         rel.ev_update.ready.eq(tx.ev_update.ready)]
+                         up.path.eq(r.path), up.management.eq(0),
+                         tx.ev_update.valid.eq(rel.ev_update.valid & health),
+                         rel.ev_update.ready.eq(tx.ev_update.ready | ~health)]
 
         # EV events: the spray scheduler's changes a controller subscribed to.
         m.submodules.evq = evq = self._evq

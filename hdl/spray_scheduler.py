@@ -5,13 +5,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from mrcnic.enums import EvState, LoadOp
+from mrcnic.enums import EvState, LoadOp, SprayMode
 from mrcnic.evmap import EvLayout
 
 from .bits import first_from
 from .ev_fields import ev_path
 
-__all__ = ["EvState", "LoadOp", "SprayScheduler"]
+__all__ = ["EvState", "LoadOp", "SprayMode", "SprayScheduler"]
 
 
 class SprayScheduler(wiring.Component):
@@ -35,6 +35,10 @@ class SprayScheduler(wiring.Component):
     a held path are passed over while their plane has another GOOD EV; their state does not
     change. An ASSUMED_BAD update with ``path`` retires every GOOD EV of the QP on that entry's
     path at once: a dead link loses whatever is sent its way, on any entry.
+
+    With ``mode`` RANDOM (oblivious spraying, to measure MRC against) the plane and the EV are
+    drawn afresh for every packet among the eligible ones, with no turns and no rounds: what
+    was picked before changes nothing.
 
     One decision a cycle: a request accepted at cycle t leaves as a grant at t + 2. A state
     change accepted at cycle t applies to every request accepted from t on.
@@ -60,6 +64,7 @@ class SprayScheduler(wiring.Component):
         Bit p: plane p's port can take a packet now.
     port_busy : In(planes), ports holding frames back now (their output stalled): new
         packets go to the other ready planes while one is free.
+    mode : In(SprayMode), ROUNDS (MRC) or RANDOM.
     load : In(stream {qp, index, ev, op})
         Management (:class:`LoadOp`): write profile entry ``index`` (it becomes GOOD), push a
         spare EV for plane ``index % planes``, or empty the QP's profile. A QP's profile size
@@ -93,7 +98,8 @@ class SprayScheduler(wiring.Component):
         a spare is replacing), SKIP (left out of this rotation or the next) or GOOD.
     view_ev : Out(32)
         The EV that entry holds (loaded, or the spare that took its place; 0 past the
-        profile), a cycle after ``view_qp`` and ``view_index`` name it.
+        profile or not loaded since it was emptied), a cycle after ``view_qp`` and
+        ``view_index`` name it.
     view_size : Out(range(evs + 1))
         The size of QP ``view_qp``'s profile: the entries written since it was last emptied.
     bad_qp : In(range(qps)); bad : Out(evs)
@@ -119,7 +125,7 @@ class SprayScheduler(wiring.Component):
                 "entry": idx_shape}))),
             "grant": Out(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "plane": range(planes), "ev": 32}))),
-            "port_ready": In(planes), "port_busy": In(planes),
+            "port_ready": In(planes), "port_busy": In(planes), "mode": In(SprayMode),
             "load": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "ev": 32, "op": LoadOp}))),
             "update": In(stream.Signature(data.StructLayout({
@@ -190,10 +196,12 @@ class SprayScheduler(wiring.Component):
             return Array(bits)[self.view_qp].bit_select(self.view_index, 1)
 
         # The host's look at the table: a read port of its own, so a look never holds a pick.
-        # (an entry past the profile reads 0, not what a profile emptied since left there)
+        # (an entry past the profile, or one not loaded since it was emptied, reads 0, not
+        # what an earlier profile left there)
         view_rd = ev_mem.read_port(transparent_for=())
         view_in = Signal()
-        m.d.sync += view_in.eq(self.view_index < self.view_size)
+        m.d.sync += view_in.eq((self.view_index < self.view_size)
+                               & (entry(good) | entry(denied) | entry(bad)))
         m.d.comb += [view_rd.addr.eq(self.view_qp * E + self.view_index),
                      self.view_ev.eq(Mux(view_in, view_rd.data, 0)),
                      self.view_size.eq(Array(size)[self.view_qp])]
@@ -232,10 +240,11 @@ class SprayScheduler(wiring.Component):
         used_now = Signal(E)
         good_now = Signal(E)
         skipped_now = Signal(E)
+        rounds = self.mode == SprayMode.ROUNDS
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
-                    m.d.comb += [good_now.eq(good[q]), used_now.eq(used[q]),
+                    m.d.comb += [good_now.eq(good[q]), used_now.eq(Mux(rounds, used[q], 0)),
                                  skipped_now.eq(skip_now[q])]
 
         def plane_wise(first, fallback, name):
@@ -297,12 +306,13 @@ class SprayScheduler(wiring.Component):
             Cat(*[good_now[i] for i in range(p, E, P)]).any() for p in range(P)])
             & port_ready).any())
 
-        # Plane: the first usable one from the QP's turn onwards.
+        # Plane: the first usable one from the QP's turn onwards (RANDOM: from a drawn one,
+        # with bits of the generator the EV's start does not use).
         cur_turn = Signal(range(P))
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
-                    m.d.comb += cur_turn.eq(turn[q])
+                    m.d.comb += cur_turn.eq(Mux(rounds, turn[q], lfsr[8:8 + len(cur_turn)]))
         plane = first_from(m, usable, cur_turn, "plane")
 
         # EV within the plane: the first eligible one from a pseudo-random start.

@@ -19,7 +19,7 @@ from .qp_context import QpState, SrMode, context_write_layout, static_layout
 from .retransmit_tracker import retransmit_layout, sent_layout
 from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
-from .spray_scheduler import EvState, SprayScheduler
+from .spray_scheduler import EvState, SprayMode, SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
 from .stream import check_width, keep_count
 
@@ -79,6 +79,7 @@ class TxPipeline(wiring.Component):
     src_mac, src_ip : In, this NIC's addresses;  port_ready : In(planes)
     port_rate, port_limit : In(16), each port's line rate and the backlog it may hold before
         the spray passes it over (:class:`PortMeter`; rate 0: only a stalled output is busy)
+    spray_mode : In(SprayMode), how the spray scheduler picks EVs (tx.spray)
     next_hop : In(ArrayLayout(48, planes)), each plane's Ethernet destination (0: the QP's)
     plane0 .. plane<N-1> : Out(PacketStream(width))
     Events (:attr:`events`, each cycle's increment of a counter the register bank keeps):
@@ -137,7 +138,7 @@ class TxPipeline(wiring.Component):
             "timestamp": Out(16),
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
-            "port_rate": In(16), "port_limit": In(16),
+            "port_rate": In(16), "port_limit": In(16), "spray_mode": In(SprayMode),
             "next_hop": In(data.ArrayLayout(48, planes)),
             "requests": Out(1), "ev_refused": Out(1), "ev_replaced": Out(1),
             "status_sent": Out(1),
@@ -180,7 +181,7 @@ class TxPipeline(wiring.Component):
             ackb.src_mac.eq(self.src_mac), ackb.src_ip.eq(self.src_ip),
             seg.rx_addr.eq(self.rx_ctx_addr), self.rx_ctx.eq(seg.rx_static),
             srv6.src_ip.eq(self.src_ip), srv6.next_hop.eq(self.next_hop),
-            spray.port_ready.eq(self.port_ready),
+            spray.port_ready.eq(self.port_ready), spray.mode.eq(self.spray_mode),
             # a port is busy while its output stalls (a MAC holding frames back) or while
             # more waits at it than its meter allows
             spray.port_busy.eq(Cat((getattr(self, f"plane{p}").valid

@@ -17,7 +17,7 @@ import functools
 import ipaddress
 from dataclasses import dataclass, fields
 
-from .enums import MTU_CODES, EvState, LoadOp, QpState, RelMode, SrMode, WrOpcode, WrStatus
+from .enums import MTU_CODES, EvState, LoadOp, QpState, RelMode, SprayMode, SrMode, WrOpcode, WrStatus
 from .evmap import EvLayout, UsidTemplate
 from .regclient import Program, RegisterError, command, read, write
 from .regmap import (
@@ -43,7 +43,7 @@ from .wire import PROBE_DQP
 __all__ = ["QpConfig", "identify", "set_enabled", "set_addresses", "set_plane_addresses",
            "write_template", "configure_qp", "load_ev_profile", "replace_ev", "clear_ev_profile",
            "set_ev_state", "tx_counters", "rx_counters", "set_ack_policy", "set_reliability",
-           "set_port_rate", "set_port_admin", "ports", "rel_counters", "ev_states",
+           "set_port_rate", "set_spray", "set_port_admin", "ports", "rel_counters", "ev_states",
            "ev_table", "ev_entries",
            "set_congestion", "congestion", "path_stats", "PATH_FIELDS",
            "mac_int", "ip_int", "mac_text", "staged_qp",
@@ -179,6 +179,16 @@ def set_port_rate(gbps: float, clock_mhz: float = 250.0, limit: int | None = Non
 
 
 @_refusals_checked
+def set_spray(mode: SprayMode) -> Program:
+    """How each packet's EV is picked (:class:`SprayMode`): MRC's rounds or blind random."""
+    try:
+        mode = SprayMode(mode)
+    except ValueError:
+        raise RegisterError(f"spray mode must be one of {[m.name for m in SprayMode]}, "
+                            f"not {mode!r}") from None
+    yield from write("tx.spray", mode.value)
+
+
 def set_port_admin(plane: int, up: bool) -> Program:
     """Holds port ``plane`` down (``up`` False: nothing sent or taken there, and the peers hear
     it is down) or lets it up again (net.port_admin)."""
@@ -555,8 +565,10 @@ def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = Non
                     rto_min: int | None = None, rto_max: int | None = None,
                     probe_interval: int | None = None,
                     status_interval: int | None = None,
-                    reo_wnd: int | None = None) -> Program:
-    """How lost packets are recovered (:class:`RelMode`), the SACK reorder threshold in PSNs
+                    reo_wnd: int | None = None, ev_health: bool | None = None) -> Program:
+    """How lost packets are recovered (:class:`RelMode`), whether losses change the EVs'
+    state (``ev_health``: MRC's EV health; off for single-path RoCE and blind spraying), the
+    SACK reorder threshold in PSNs
     and in time (``reo_wnd`` cycles, 0: off), the RTO bounds, the interval between probes of
     ASSUMED_BAD EVs and between repeats of the port status to the peers, in cycles (0: never,
     and only on port changes); a value left ``None`` stays as it is."""
@@ -576,7 +588,11 @@ def set_reliability(mode: RelMode = RelMode.SELECTIVE, reorder: int | None = Non
             raise RegisterError(f"{what} must be 0 .. {top}, not {v!r}")
     if rto_min is not None and rto_max is not None and rto_min > rto_max:
         raise RegisterError(f"rto_min ({rto_min}) is above rto_max ({rto_max})")
+    if ev_health is not None and not isinstance(ev_health, bool):
+        raise RegisterError(f"ev_health must be True or False, not {ev_health!r}")
     yield from write("rel.mode", mode.value)
+    if ev_health is not None:
+        yield from write("rel.ev_health", int(ev_health))
     for what, v in (("reorder", reorder), ("reo_wnd", reo_wnd), ("rto_min", rto_min),
                     ("rto_max", rto_max), ("probe_interval", probe_interval),
                     ("status_interval", status_interval)):

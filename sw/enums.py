@@ -64,6 +64,12 @@ class RelMode(Enum, **_bits(2)):
     OFF = 2         # nothing is retransmitted: a packet counts as acknowledged once sent
 
 
+class SprayMode(Enum, **_bits(1)):
+    """How the spray scheduler picks each packet's EV (the ``tx.spray`` register)."""
+    ROUNDS = 0   # MRC: planes in turn, each plane's eligible EVs in rounds, each used once a round
+    RANDOM = 1   # oblivious spraying: an eligible EV drawn afresh for every packet
+
+
 class WrOpcode(Enum, **_bits(1)):
     """What a work request does (the ``wq.opcode`` register, the work-request stream)."""
     WRITE = 0

@@ -240,6 +240,10 @@ def _rel_registers():
         _r("rel", "status_interval", 0x7A4, 24, "RW", 65536,
            "Cycles between repeats of this NIC's port status to every RTR/RTS QP's peer (it is "
            "also sent at once when a port goes down or comes back); 0: only on changes."),
+        _r("rel", "ev_health", 0x7B0, 1, "RW", 1,
+           "1: what the feedback shows of a path changes its EVs' state (SKIP, ASSUMED_BAD, a "
+           "spare in a bad EV's place) and holds a QP's suspect paths. 0: losses change no EV "
+           "(single-path RoCE, oblivious spraying): only ev.set_state does."),
         _r("rel", "view_qp", 0x72C, 16, "RW", 0,
            "The QP rel.cwnd, rel.inflight, rel.rtt and rel.srtt show."),
         _r("rel", "cwnd", 0x730, 24, "RO", 0, "The congestion window of QP rel.view_qp, in bytes."),
@@ -290,6 +294,11 @@ def _tx_registers():
         _r("tx", "port_limit", 0x3CC, 16, "RW", 2400,
            "Bytes a metered port may hold before it is passed over (tx.port_rate): about two "
            "frames of MTU 1024, so a port always has its next frame waiting and no more."),
+        _r("tx", "spray", 0x3D0, 1, "RW", 0,
+           "How each packet's EV is picked among its QP's eligible ones: 0 ROUNDS (MRC: planes "
+           "in turn, and each plane's EVs in rounds, every EV once a round), 1 RANDOM "
+           "(oblivious spraying: a plane and an EV drawn afresh for every packet, whatever "
+           "went before)."),
     ]
     return regs
 
@@ -343,7 +352,8 @@ _EV = (
        "or the next), 2 ASSUMED_BAD (also an entry outside the profile), 3 DENIED."),
     _r("ev", "entry", 0x498, 32, "RO", 0,
        "The EV entry ev.index of QP ev.qp holds now: the one loaded there, or the spare that "
-       "took its place; 0 for an entry at or past ev.size."),
+       "took its place; 0 for an entry at or past ev.size, or not loaded since the profile was "
+       "emptied."),
     _r("ev", "size", 0x49C, 16, "RO", 0,
        "The entries in QP ev.qp's profile: those written since it was last emptied (ev.load "
        "2), up to global.evs."),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from mrcnic import wire
 from mrcnic.evmap import EvLayout
+from mrcnic.transports import transport
 from mrcnic.verif.network import Failure, LinkConfig, Network
 from mrcnic.verif.tbkit import CLOCK_NS
 
@@ -56,6 +57,16 @@ class Scenario:
     #: what each NIC port may hold before the spray prefers another (tx.port_limit, in
     #: bytes); None: the NIC's reset value
     port_limit: int | None = None
+    #: how the NICs are set up to run (mrcnic.transports): MRC, single-path RoCE ("roce") or
+    #: blind spraying ("spray"); the checks of EV health are MRC's alone
+    transport: str = "mrc"
+
+    def __post_init__(self):
+        transport(self.transport)           # a ValueError naming the transports there are
+
+    def mrc(self) -> bool:
+        """Whether the NICs run MRC, EV health and all."""
+        return self.transport == "mrc"
 
     def nic_gbps(self) -> float:
         """The NIC's rate over all its planes: its datapath at 250 MHz."""
@@ -157,21 +168,30 @@ class LinkDown(Scenario):
     spine: int = 1
     leaf: int = 1
     back: float | None = 0.75
+    #: when set, the link returns this long after it died, whatever ``back`` says (a fixed
+    #: outage: what a fabric's routing takes to converge around it)
+    outage_us: float | None = None
+
+    def _back_ns(self, t0_ns):
+        if self.outage_us is not None:
+            return self._when(t0_ns, self.at) + self.outage_us * 1000
+        return None if self.back is None else self._when(t0_ns, self.back)
 
     def failures(self, net, t0_ns):
         return [Failure(net.spine_link(self.plane, self.spine, self.leaf),
-                        self._when(t0_ns, self.at),
-                        None if self.back is None else self._when(t0_ns, self.back),
+                        self._when(t0_ns, self.at), self._back_ns(t0_ns),
                         f"plane {self.plane} spine {self.spine} - leaf {self.leaf}",
                         paths=[[self.plane, self.spine]], hosts=list(range(self.hosts)))]
 
     def snapshots(self, t0_ns):
-        # While the link is down (just before it returns, or the transfer would end).
-        end = self.back if self.back is not None else 1.0
-        return [(self._when(t0_ns, end) - 1000, "link down")]
+        # While the link is down (just before it returns, or the transfer would end), if the
+        # transfer lasts that long.
+        back = self._back_ns(t0_ns)
+        end = min(back, self._when(t0_ns, 1.0)) if back is not None else self._when(t0_ns, 1.0)
+        return [(end - 1000, "link down")]
 
     def recovers(self) -> bool:
-        return self.back is not None
+        return self.back is not None or self.outage_us is not None
 
     def check(self, results):
         # An entry on the dead path that lost two new data packets, each a loss the SACKs
@@ -195,7 +215,7 @@ class LinkDown(Scenario):
                        for tw, w in witnesses)
 
         checked = 0
-        for key, evs in results["profiles"].items():
+        for key, evs in results["profiles"].items() if self.mrc() else ():
             h, q = (int(x) for x in key.split("."))
             sent = [(t, ev, rtx, ts) for t, _, ev, op, dqp, rtx, ts in results["sent"][str(h)]
                     if op in data and dqp == q and ts is not None]
@@ -216,7 +236,7 @@ class LinkDown(Scenario):
         # (a transfer too small to reach the dead link checks none: the tests make sure theirs
         # does)
         results["dead_entries_checked"] = checked
-        if self.back is not None:
+        if self.recovers() and self.mrc():
             for key, entries in results["ev_states"]["end"].items():
                 bad = [(p, sp, s) for p, sp, s in entries if s == "ASSUMED_BAD"]
                 assert not bad, f"QP {key}: EVs still ASSUMED_BAD after the link came back: {bad}"
@@ -308,4 +328,44 @@ class Incast(Scenario):
             f"({incast_end:.1f} us): make the incast longer")
 
 
-SCENARIOS = {s.name: s for s in (Scenario, Lossy, LinkDown, PlaneDown, Incast)}
+@dataclass
+class Permutation(Scenario):
+    """Four NICs in pairs (0 and 1, 2 and 3), each writing to its partner on three QPs at
+    once: a permutation whose twelve flows outnumber the eight paths, so a hash puts some of
+    them on a path together, as single-path RoCE's ECMP does."""
+    name = "permutation"
+    about = "4 NICs, each writes to its partner on 3 QPs at once (12 flows over 8 paths)"
+    hosts: int = 4
+    sizes: tuple = (64 * KIB,)
+    #: each QP's peer is the host ``h ^ pairs[q]``: symmetric, as a QP's two ends must be
+    pairs: tuple = ((0, 1), (1, 1), (3, 1))
+
+    def peers(self, h):
+        return {q: h ^ k for q, k in self.pairs}
+
+    def writes(self):
+        return [(h, q, size) for size in self.sizes for q, _ in self.pairs
+                for h in range(self.hosts)]
+
+    def check(self, results):
+        # Single-path: the flows a hash put on a path another flow of their sender already
+        # takes (and of their receiver: each host's partner is its only peer).
+        by_host: dict[str, list[int]] = {}
+        for key, path in results["single_paths"].items():
+            by_host.setdefault(key.split(".")[0], []).append(path)
+        shared = sum(len(v) - len(set(v)) for v in by_host.values())
+        results["shared_paths"] = shared
+        if self.name == "permutation" and by_host:
+            assert shared, f"no two flows of a host hashed onto one path: {by_host}"
+
+
+@dataclass
+class AllToAll(Permutation):
+    """Four NICs, each writing to each of the other three at once, a QP to each."""
+    name = "alltoall"
+    about = "4 NICs, each writes to every other at once (a QP each)"
+    pairs: tuple = ((0, 1), (1, 2), (3, 3))
+
+
+SCENARIOS = {s.name: s for s in (Scenario, Lossy, LinkDown, PlaneDown, Incast, Permutation,
+                                 AllToAll)}

@@ -8,7 +8,7 @@ from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.axi import AxiStreamFrame
 
 from mrcnic.evmap import EvLayout
-from mrcnic.hdl.spray_scheduler import EvState, LoadOp, SprayScheduler
+from mrcnic.hdl.spray_scheduler import EvState, LoadOp, SprayMode, SprayScheduler
 from mrcnic.verif.layouts import decode, encode
 from mrcnic.verif.tbkit import params, setup, sink, source
 
@@ -405,3 +405,72 @@ async def held_paths_wait_and_a_dead_path_goes_whole(dut):
     gs = await tb.grants([q], 8 * tb.size)
     assert i in {g["index"] for g in gs}, "the entry was held on the path of the EV it lost"
     hold(q, ())
+
+
+@cocotb.test()
+async def random_mode_draws_every_pick_afresh(dut):
+    """Blind spraying (mode RANDOM): GOOD EVs only, every one of them used, and no turns and
+    no rounds: a plane or an EV comes again before the others have had theirs, as ROUNDS
+    never lets it. Back in ROUNDS, the turns hold again."""
+    p = params()
+    rng = random.Random(p["seed"] + 1)
+    P = p["planes"]
+    await setup(dut)
+    dut.port_ready.value = (1 << P) - 1
+    dut.mode.value = SprayMode.RANDOM.value
+    tb = Tb(dut, p, rng)
+    await tb.load_all()
+    q = 0
+    out = rng.sample(range(tb.size), max(1, tb.size // 8))
+    for i in out:
+        await tb.update(q, i, EvState.DENIED, management=1)
+        tb.state[q][i] = EvState.DENIED
+    good = set(range(tb.size)) - set(out)
+    gs = await tb.grants([q], 16 * len(good) + 64)
+    used = [g["index"] for g in gs]
+    assert set(used) == good, f"GOOD EVs never drawn: {sorted(good - set(used))}"
+    planes = [g["plane"] for g in gs]
+    again = sum(a == b for a, b in zip(planes, planes[1:], strict=False))
+    assert again, "RANDOM kept the planes in turn"
+    share = [planes.count(k) / len(planes) for k in range(P)]
+    assert all(abs(x - 1 / P) < 0.15 for x in share), f"planes' shares {share}"
+    # an EV drawn twice while another of its plane waited for its first go
+    seen, early = set(), False
+    for g in gs:
+        mine = {i for i in good if i % P == g["plane"]}
+        early |= g["index"] in seen and not mine <= seen
+        seen.add(g["index"])
+    assert early, "RANDOM sprayed in rounds"
+    dut.mode.value = SprayMode.ROUNDS.value
+    await ClockCycles(dut.clk, 2)
+    gs = await tb.grants([q], 4 * P)
+    planes = [g["plane"] for g in gs]
+    assert all(a != b for a, b in zip(planes, planes[1:], strict=False)) if P > 1 else True, \
+        f"back in ROUNDS, the planes out of turn: {planes}"
+
+
+@cocotb.test()
+async def a_profile_of_one_entry_sends_on_it_alone(dut):
+    """Single-path RoCE's profile: one EV, at the first entry of the plane its path is on. The
+    entries before it were never loaded: they read 0 and are never picked, in either mode."""
+    p = params()
+    rng = random.Random(p["seed"] + 2)
+    P = p["planes"]
+    await setup(dut)
+    dut.port_ready.value = (1 << P) - 1
+    tb = Tb(dut, p, rng)
+    await tb.load_all()
+    q, plane = 1, P - 1
+    await tb.load.send(AxiStreamFrame(encode(tb.lay["load"], dict(qp=q, op=LoadOp.CLEAR))))
+    ev = rng.getrandbits(32)
+    await tb.load.send(AxiStreamFrame(encode(tb.lay["load"], dict(qp=q, index=plane, ev=ev))))
+    await tb.load.wait()
+    tb.size = plane + 1
+    tb.profile[q] = [0] * plane + [ev]
+    tb.state[q] = [EvState.ASSUMED_BAD] * plane + [EvState.GOOD]
+    await tb.check_table(q)
+    for mode in SprayMode:
+        dut.mode.value = mode.value
+        await ClockCycles(dut.clk, 2)
+        gs = await tb.grants([q], 16)
+        assert {g["index"] for g in gs} == {plane}, f"{mode.name}: entries {gs}"

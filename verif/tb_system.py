@@ -19,13 +19,13 @@ from cocotbext.axi import AxiStreamFrame
 
 from mrcnic import driver, wire
 from mrcnic.evmap import EvLayout
-from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.hdl.rx_event import completion_layout as rx_completion_layout
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regclient import AsyncRegisterClient
 from mrcnic.regmap import RX_OUTCOMES
 from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, entry_path
+from mrcnic.transports import flow_path, transport
 from mrcnic.verif.fabric import (
     FORMATS,
     frame_ev,
@@ -123,6 +123,8 @@ class System:
         self.hosts: list[Host] = []
         self.messages: dict[tuple, Message] = {}
         self.profiles: dict[tuple, list[int]] = {}     # (host, QP) -> its EVs, as loaded
+        self.transport = transport(sc.transport)
+        self.single_paths: dict[tuple, int] = {}       # (host, QP) -> its path, single-path
         self.progress = open(self.out / "progress.jsonl", "w", buffering=1)
         self.landed = 0                           # payload bytes arrived, each PSN once
         self.seen: set = set()
@@ -226,16 +228,30 @@ class System:
                 mtu=self.sc.mtu, next_psn=self._psn(h, peer, q), msn=self._msn(h, peer, q),
                 rkey=0x100 + q, mr_va=RECV_BASE + q * REGION, mr_length=REGION,
                 rx_psn=self._psn(peer, h, q), rx_msn=self._msn(peer, h, q))))
-            # Entry i on plane i % planes, spines in turn: every path carries the same share.
-            evs = [self.layout.make(*entry_path(i, self.P, self.S), self._entropy(h, q, i))
-                   for i in range(self.E)]
-            self.profiles[(h, q)] = await regs.run(driver.load_ev_profile(q, evs, self.layout))
+            if self.transport.single_path:
+                # One EV, on the path a hash of the flow gives, at the first entry of its plane.
+                path = self.single_paths[(h, q)] = flow_path(nic_ip(h), nic_ip(peer), q,
+                                                             self.P * self.S)
+                plane, spine = path % self.P, path // self.P
+                ev = self.layout.make(plane, spine, self._entropy(h, q, 0))
+                await regs.run(driver.clear_ev_profile(q))
+                await regs.run(driver.replace_ev(q, plane, ev, self.layout))
+                self.profiles[(h, q)] = [0] * plane + [ev]
+            else:
+                # Entry i on plane i % planes, spines in turn: every path, the same share.
+                evs = [self.layout.make(*entry_path(i, self.P, self.S), self._entropy(h, q, i))
+                       for i in range(self.E)]
+                self.profiles[(h, q)] = await regs.run(driver.load_ev_profile(q, evs,
+                                                                                self.layout))
             # the NIC's table, read back, is the profile as the driver ordered it
             table = await regs.run(driver.ev_table(q))
             assert table == self.profiles[(h, q)], (
                 f"NIC {h} QP {q}: table read back {[hex(v) for v in table]}, loaded "
                 f"{[hex(v) for v in self.profiles[(h, q)]]}")
-        await regs.run(driver.set_reliability(RelMode.SELECTIVE, **self.sc.reliability))
+        t = self.transport
+        await regs.run(driver.set_reliability(t.rel_mode, ev_health=t.ev_health,
+                                              **self.sc.reliability))
+        await regs.run(driver.set_spray(t.spray))
         await regs.run(driver.set_ack_policy(*self.sc.ack_policy))
         # the model network takes every frame at once: the NIC meters its ports itself, as
         # a board's MAC would by holding frames back
@@ -353,8 +369,10 @@ async def scenario(dut):
     states_end = await sysm.ev_states()
     # EVs a failure retired come back as their probes are answered: wait for it (bounded).
     # (SKIP is no failure: it ends with the QP's next rotation, which an idle QP never has.)
-    while sc.recovers() and get_sim_time("ns") < end + sc.settle_us * 1000 and any(
-            s == EvState.ASSUMED_BAD for st in states_end.values() for s in st[:sysm.E]):
+    # (from the failures' end, if the transfer finished before it)
+    settle_from = max([end] + [f.until_ns for f in failures if f.until_ns is not None])
+    while sc.recovers() and sc.mrc() and get_sim_time("ns") < settle_from + sc.settle_us * 1000 \
+            and any(s == EvState.ASSUMED_BAD for st in states_end.values() for s in st[:sysm.E]):
         await ClockCycles(dut.clk, 1000)
         states_end = await sysm.ev_states()
     recovered_ns = get_sim_time("ns")
@@ -388,6 +406,8 @@ async def scenario(dut):
     payload = sum(len(m.data) for m in work)
     results = {
         "scenario": sc.name, "seed": seed, "options": p.get("options", {}),
+        "transport": sc.transport,
+        "single_paths": {f"{h}.{q}": path for (h, q), path in sysm.single_paths.items()},
         "hosts": sc.hosts, "planes": sysm.P, "spines": sysm.S, "qps": sysm.Q, "evs": sysm.E,
         "messages": len(work), "bytes": payload,
         "fct_us": (end - t0) / 1000, "goodput_gbps": payload * 8 / (end - t0),

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from mrcnic import wire
 from mrcnic.verif import builds, harness
 from mrcnic.verif.failover_trace import Trace
 
@@ -20,7 +21,9 @@ def run_scenario(scenario, seed, options, out, width=64, build=None):
                 builds.system_params(width, scenario, seed, options, out=str(out)),
                 tag=f"system_{scenario}_w{width}")
     results = json.loads((out / "results.json").read_text())
-    if scenario == "linkdown":
+    if options.get("transport", "mrc") != "mrc":
+        _baseline_holds(results)
+    elif scenario == "linkdown":
         # The transfer reached the dead link, and the NICs acted on it: an entry there that lost
         # two packets in time was checked ASSUMED_BAD, or one went ASSUMED_BAD on less (a QP
         # whose hold ends with nothing arrived on the path retires it after one loss).
@@ -37,6 +40,28 @@ def run_scenario(scenario, seed, options, out, width=64, build=None):
     if scenario == "incast":
         assert results["victim"]["done_us"] < results["victim"]["incast_done_us"]
     return results
+
+
+def _baseline_holds(results):
+    """Single-path RoCE and blind spraying (mrcnic.transports): no loss moves an EV, so every
+    loaded entry is GOOD at every look and the reliability engine set none SKIP or ASSUMED_BAD;
+    a dead link keeps being sent to; single-path QPs keep to their one entry."""
+    for c in results["rel"]:
+        assert c["ev_bad"] == 0 and c["ev_skip"] == 0 and c["probes_sent"] == 0, c
+    for label, states in results["ev_states"].items():
+        for key, entries in states.items():
+            loaded = [i for i, ev in enumerate(results["profiles"][key]) if ev]
+            moved = [(i, entries[i]) for i in loaded if entries[i][2] != "GOOD"]
+            assert not moved, f"{label}: QP {key}'s EVs moved: {moved}"
+    if results["transport"] == "roce":
+        data = {int(op) for op in wire.DATA_OPCODES}
+        for h, sent in results["sent"].items():
+            for _, _, ev, op, dqp, _, _ in sent:
+                if op in data:
+                    own = results["profiles"][f"{h}.{dqp}"][-1]
+                    assert ev == own, f"host {h} QP {dqp} sent on EV {ev:#x}, not {own:#x}"
+    if results["failures"]:
+        assert results["network"]["dropped_down"] >= 1, results["network"]
 
 
 def _model_agrees(out, results):
@@ -84,6 +109,29 @@ def test_incast(tmp_path, seed_for):
     incast runs (its share of the bandwidth is a bench figure: make bench, incast_victim_share)."""
     run_scenario("incast", seed_for(15), SMALL_INCAST, tmp_path,
                  build=builds.incast_system(64, SMALL_INCAST["hosts"]))
+
+
+@pytest.mark.parametrize("transport", ["roce", "spray"])
+def test_a_baseline_rides_out_a_dead_link(transport, tmp_path, seed_for):
+    """What MRC is measured against (make bench, block compare): single-path RoCE (one EV per
+    QP by hash, go-back-N) and blind spraying (random EVs, selective retransmit), each set
+    through the registers alone. Every byte lands across the link's death, and no EV moves."""
+    # (the 256 KiB write is NIC 0's QP 0, which the hash puts on the dead link's path)
+    r = run_scenario("linkdown", seed_for(18), {"transport": transport,
+                                                "sizes": [256 * KIB, 1, 4096, 64 * KIB]},
+                     tmp_path)
+    assert sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in r["rel"]), r["rel"]
+
+
+@pytest.mark.parametrize("scenario, transport", [("permutation", "roce"),
+                                                 ("alltoall", "spray")])
+def test_four_nics(scenario, transport, tmp_path, seed_for):
+    """A permutation whose single-path flows a hash puts on shared paths, and all-to-all, on
+    four NICs: every byte lands, every message completes once."""
+    results = run_scenario(scenario, seed_for(19), {"transport": transport,
+                                                    "sizes": [32 * KIB]},
+                           tmp_path, build=builds.nic_system(64, 4))
+    assert results["messages"] == 12
 
 
 @pytest.mark.regress
