@@ -7,6 +7,7 @@ from mrcnic import driver, regmap
 from mrcnic.evmap import EvLayout, UsidTemplate
 from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.regclient import RegisterClient, RegisterError
+from mrcnic.transports import TRANSPORTS, flow_path, transport
 from mrcnic.verif.test_regmap import FakeBus
 
 LAYOUT = EvLayout(planes=2, spines=4)
@@ -155,6 +156,41 @@ def test_reliability_settings_land_in_their_registers():
         ("rel.mode", RelMode.OFF.value)]
 
 
+@pytest.mark.parametrize("name", sorted(TRANSPORTS))
+def test_a_transport_is_set_through_three_registers(name):
+    """MRC and the two baselines differ only in rel.mode, rel.ev_health and tx.spray."""
+    t = TRANSPORTS[name]
+    bus, c = nic()
+    c.run(driver.set_reliability(t.rel_mode, ev_health=t.ev_health))
+    c.run(driver.set_spray(t.spray))
+    written = {regmap.by_offset(o).path: v for o, v in bus.writes}
+    assert written == {"rel.mode": t.rel_mode.value, "rel.ev_health": int(t.ev_health),
+                       "tx.spray": t.spray.value}
+
+
+def test_bad_transports_and_spray_modes_are_refused():
+    bus, c = nic()
+    with pytest.raises(RegisterError, match="spray mode must be one of"):
+        c.run(driver.set_spray(2))
+    assert not bus.writes
+    with pytest.raises(ValueError, match="no transport 'dcqcn'; transports are mrc, roce, spray"):
+        transport("dcqcn")
+    with pytest.raises(ValueError, match="paths must be at least 1"):
+        flow_path(1, 2, 0, 0)
+
+
+def test_the_flow_hash_spreads_flows_and_keeps_each_on_one_path():
+    """The single-path transport's ECMP stand-in: the same flow, the same path, every time;
+    many flows cover every path, none taking much more than its share."""
+    paths = 8
+    got = [flow_path(0xFD00 << 112 | s, 0xFD00 << 112 | d, q, paths)
+           for s in range(1, 9) for d in range(1, 9) for q in range(16) if s != d]
+    assert got == [flow_path(0xFD00 << 112 | s, 0xFD00 << 112 | d, q, paths)
+                   for s in range(1, 9) for d in range(1, 9) for q in range(16) if s != d]
+    counts = [got.count(p) for p in range(paths)]
+    assert min(counts) > 0.7 * len(got) / paths and max(counts) < 1.3 * len(got) / paths, counts
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(mode=7), "mode must be one of"),
     (dict(reorder=-1), "reorder must be 0"),
@@ -165,6 +201,7 @@ def test_reliability_settings_land_in_their_registers():
     (dict(probe_interval=-5), "probe_interval must be 0"),
     (dict(status_interval=1 << 24), "status_interval must be 0"),
     (dict(status_interval=2.5), "status_interval must be 0"),
+    (dict(ev_health=1), "ev_health must be True or False"),
 ])
 def test_bad_reliability_settings_are_refused_before_any_write(kw, match):
     bus, c = nic()
