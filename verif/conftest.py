@@ -6,7 +6,10 @@ runs everything, the volume tier too, with seeds drawn fresh for the run from on
 it prints; ``SEED=N`` replays a run. A test asks for its seed with the ``seed_for`` fixture and
 for its volume with ``volume``.
 
-The slowest tests start first, so that the two workers finish together: the order comes from
+The slowest tests start first, so that the two workers finish together, and the workers take
+them a few at a time (``--dist loadgroup``: pytest-xdist's default hands each worker a run of
+consecutive tests up front, which in this order gave one worker all the slowest while the
+other sat idle for half the run). The order comes from
 the durations the last run recorded (build/test-durations.json), or from those committed in
 verif/test-durations.json on a fresh clone. That file holds what a fresh clone's run took (its
 builds included, which is what orders a fresh run well): after adding or much changing a test,
@@ -61,6 +64,7 @@ def pytest_report_header(config):
     return ["make test: every test with its own fixed seed (make regress draws fresh ones)"]
 
 
+@pytest.hookimpl(tryfirst=True)            # (before pytest-xdist reads the groups)
 def pytest_collection_modifyitems(session, config, items):
     if not _regress(config):
         skip = pytest.mark.skip(reason="volume tier: make regress runs it")
@@ -74,16 +78,36 @@ def pytest_collection_modifyitems(session, config, items):
         except (OSError, ValueError):
             pass
     # Unknown tests are taken as a minute long: a new simulation is rarely quick.
-    items.sort(key=lambda item: -known.get(item.nodeid, 60.0))
+    def took(item):
+        return known.get(item.nodeid, 60.0)
+
+    # A module's tests on one `mrcnic sim serve` (the module-scoped ``served`` fixture) run
+    # together on one worker (make test's --dist loadgroup), and take their place in the order
+    # by their total: spread over the workers and among other modules' tests, each module
+    # would start its server again every time its turn came back.
+    group = {}
+    for item in items:
+        if "served" in item.fixturenames:
+            group[item] = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group[item]))
+    total: dict[str, float] = {}
+    for item, g in group.items():
+        total[g] = total.get(g, 0.0) + took(item)
+    items.sort(key=lambda item: (-(total[group[item]] if item in group else took(item)),
+                                 group.get(item, "")))
 
 
 _DURATIONS: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
-    # (in the controller, under pytest-xdist: the workers' reports reach it)
-    if report.when == "call" and report.passed:
-        _DURATIONS[report.nodeid] = round(report.duration, 1)
+    # (in the controller, under pytest-xdist: the workers' reports reach it). Set-up and
+    # tear-down count: a server's start is a test's cost too. (--dist loadgroup adds
+    # "@group" to a grouped test's id.)
+    if report.passed:
+        nodeid = report.nodeid.split("@")[0]
+        took = report.duration + (_DURATIONS.get(nodeid, 0.0) if report.when != "setup" else 0)
+        _DURATIONS[nodeid] = round(took, 1)
 
 
 def pytest_sessionfinish(session, exitstatus):
