@@ -19,8 +19,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,16 +120,12 @@ def sweep(cases, transports, seeds=None, jobs=2, root: Path | None = None, progr
         _build(CASES[case])
     todo = [(c, t, s) for c in cases for t in transports
             for s in (seeds or parse_seeds(CASES[c].seeds))]
-    runs, t0 = [], time.monotonic()
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run_one, c, t, s, root) for c, t, s in todo]
-        for f in as_completed(futures):
-            r = f.result()
-            runs.append(r)
-            if progress:
-                what = ("ok" if r["error"] is None else f"FAILED: {r['error']}")
-                progress(f"  [{len(runs)}/{len(todo)} {time.monotonic() - t0:5.0f} s] "
-                         f"{r['case']} {r['transport']} seed {r['seed']}: {what}")
+
+    def label(r):
+        what = "ok" if r["error"] is None else f"FAILED: {r['error']}"
+        return f"{r['case']} {r['transport']} seed {r['seed']}: {what}"
+
+    runs = harness.run_many(run_one, [(*t, root) for t in todo], jobs, label, progress)
     runs.sort(key=lambda r: (cases.index(r["case"]), transports.index(r["transport"]),
                              r["seed"]))
     return runs

@@ -22,8 +22,6 @@ import json
 import math
 import statistics
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,19 +173,13 @@ def sweep(names: list[str], seeds: list[int], jobs: int = 2, clean: bool = False
         _build(CONFIGS[name])
     todo = [(n, s, sc) for n in names for s in seeds
             for sc in (("linkdown", "clean") if clean else ("linkdown",))]
-    runs = []
-    t0 = time.monotonic()
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run_one, n, s, sc, root) for n, s, sc in todo]
-        for f in as_completed(futures):
-            r = f.result()
-            runs.append(r)
-            if progress:
-                what = "ok" if r["error"] is None else f"FAILED: {r['error']}"
-                fo = (f", failover {r['failover_rtts']:.2f} RTTs" if "failover_rtts" in r
-                      else "")
-                progress(f"  [{len(runs)}/{len(todo)} {time.monotonic() - t0:5.0f} s] "
-                         f"{r['config']} {r['scenario']} seed {r['seed']}: {what}{fo}")
+
+    def label(r):
+        what = "ok" if r["error"] is None else f"FAILED: {r['error']}"
+        fo = f", failover {r['failover_rtts']:.2f} RTTs" if "failover_rtts" in r else ""
+        return f"{r['config']} {r['scenario']} seed {r['seed']}: {what}{fo}"
+
+    runs = harness.run_many(run_one, [(*t, root) for t in todo], jobs, label, progress)
     runs.sort(key=lambda r: (names.index(r["config"]), r["seed"], r["scenario"]))
     return runs
 

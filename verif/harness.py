@@ -36,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -378,3 +379,17 @@ def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "r
         raise SimulationFailed(f"{test_module} on {b.name}: {failed} of {total} cocotb tests "
                                f"failed\n{tail()}")
     return run_dir
+
+
+def run_many(fn, todo: list[tuple], jobs: int, label, progress=print) -> list:
+    """``fn(*args)`` for each ``args`` of ``todo``, ``jobs`` at once, each in a process of its
+    own (runs of one build must have their own run directories); the results as they finish,
+    each reported to ``progress`` as ``[done/total seconds] label(result)``."""
+    out, t0 = [], time.monotonic()
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for f in as_completed([pool.submit(fn, *args) for args in todo]):
+            out.append(f.result())
+            if progress:
+                progress(f"  [{len(out)}/{len(todo)} {time.monotonic() - t0:5.0f} s] "
+                         f"{label(out[-1])}")
+    return out
