@@ -104,10 +104,12 @@ def pytest_runtest_logreport(report):
     # (in the controller, under pytest-xdist: the workers' reports reach it). Set-up and
     # tear-down count: a server's start is a test's cost too. (--dist loadgroup adds
     # "@group" to a grouped test's id.)
-    if report.passed:
-        nodeid = report.nodeid.split("@")[0]
-        took = report.duration + (_DURATIONS.get(nodeid, 0.0) if report.when != "setup" else 0)
-        _DURATIONS[nodeid] = round(took, 1)
+    # A skipped test's set-up does not pass: it records nothing.
+    nodeid = report.nodeid.split("@")[0]
+    if report.passed and report.when == "setup":
+        _DURATIONS[nodeid] = report.duration
+    elif report.passed and nodeid in _DURATIONS:
+        _DURATIONS[nodeid] += report.duration
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -119,7 +121,8 @@ def pytest_sessionfinish(session, exitstatus):
     except (OSError, ValueError):
         old = {}
     RECORDED.parent.mkdir(parents=True, exist_ok=True)
-    RECORDED.write_text(json.dumps(old | _DURATIONS, indent=0, sort_keys=True))
+    RECORDED.write_text(json.dumps(old | {k: round(v, 1) for k, v in _DURATIONS.items()},
+                                   indent=0, sort_keys=True))
 
 
 @pytest.fixture
