@@ -174,19 +174,20 @@ def goals(summary: dict) -> dict:
     mrc, roce = get("linkdown", "mrc", "fct_p99_us"), get("linkdown", "roce", "fct_p99_us")
     if mrc and roce:
         g["p99_fct_ratio_roce_vs_mrc_linkdown"] = roce / mrc
+    # (incast_victim_share itself is the incast block's, from its own seed)
     for t in TRANSPORTS:
         share, worst = get("incast", t, "victim_share"), get("incast", t, "victim_share_worst")
-        suffix = "" if t == "mrc" else f"_{t}"
         if share is not None:
-            g[f"incast_victim_share{suffix}"] = share
-            g[f"incast_victim_share_worst{suffix}"] = worst
+            g["incast_victim_share_median" if t == "mrc" else f"incast_victim_share_{t}"] = share
+            g["incast_victim_share_worst" + ("" if t == "mrc" else f"_{t}")] = worst
     return g
 
 
 #: The figures MRC is held to (issue: evaluation), each with its bound.
 GOALS = {"goodput_ratio_mrc_vs_roce_permutation": 1.5,
          "p99_fct_ratio_roce_vs_mrc_linkdown": 5.0,
-         "incast_victim_share": 0.90, "incast_victim_share_worst": 0.85}
+         "incast_victim_share": 0.90, "incast_victim_share_median": 0.90,
+         "incast_victim_share_worst": 0.85}
 
 HOW = ("verif/compare.py: each case's system run (verif/tb_system.py) per transport "
        "(mrcnic.transports: mrc, roce, spray, set through the NICs' registers alone) and seed, "
@@ -197,8 +198,8 @@ HOW = ("verif/compare.py: each case's system run (verif/tb_system.py) per transp
        "dead_path_packets (data packets sent onto the dead link's path while it was down) and "
        "victim_share (incast); goodput_ratio_mrc_vs_roce_permutation and "
        "p99_fct_ratio_roce_vs_mrc_linkdown: MRC's against single-path RoCE's; "
-       "incast_victim_share[_worst][_<transport>]: the victim's share, median [worst] over the "
-       "incast's seeds")
+       "incast_victim_share_median, _worst and _[worst_]<transport>: the victim's share, median "
+       "and worst over the incast's seeds (incast_victim_share alone: the incast block's seed)")
 
 
 def bench(results: dict, jobs: int, docs: Path | None = None) -> None:
