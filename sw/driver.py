@@ -189,6 +189,7 @@ def set_spray(mode: SprayMode) -> Program:
     yield from write("tx.spray", mode.value)
 
 
+@_refusals_checked
 def set_port_admin(plane: int, up: bool) -> Program:
     """Holds port ``plane`` down (``up`` False: nothing sent or taken there, and the peers hear
     it is down) or lets it up again (net.port_admin)."""
