@@ -101,8 +101,7 @@ def run_one(case: str, transport: str, seed: int, root: Path) -> dict:
             64, c.scenario, seed, {**c.options, "hosts": c.hosts, "transport": transport},
             out=str(out), pcaps=False), run_dir=out / "sim")
     except harness.SimulationFailed as e:
-        lines = str(e).splitlines()
-        error = next((ln.strip() for ln in lines if "Error:" in ln), lines[0])
+        error = e.reason()
     res = out / "results.json"
     fig = {"case": case, "transport": transport, "seed": seed, "error": error}
     if res.exists():

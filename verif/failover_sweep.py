@@ -84,8 +84,7 @@ def run_one(name: str, seed: int, scenario: str = "linkdown", root: Path | None 
             64, scenario, seed, cfg.options, planes=cfg.planes, spines=cfg.spines,
             out=str(out), pcaps=scenario != "clean"), run_dir=out / "sim")
     except harness.SimulationFailed as e:
-        lines = str(e).splitlines()
-        error = next((ln.strip() for ln in lines if "Error:" in ln), lines[0])
+        error = e.reason()
     res = out / "results.json"
     r = json.loads(res.read_text()) if res.exists() else None
     if error is None and r is None:

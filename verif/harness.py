@@ -54,7 +54,11 @@ __all__ = ["SimulationFailed", "Build", "build", "run", "waves_enabled", "covera
 
 
 class SimulationFailed(AssertionError):
-    pass
+    def reason(self) -> str:
+        """The line of the log that names what stopped the run (its ``...Error: ...``), or the
+        message's first."""
+        lines = str(self).splitlines()
+        return next((ln.strip() for ln in lines if "Error:" in ln), lines[0])
 
 
 def waves_enabled() -> bool:

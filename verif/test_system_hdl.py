@@ -44,8 +44,9 @@ def run_scenario(scenario, seed, options, out, width=64, build=None):
 
 def _baseline_holds(results):
     """Single-path RoCE and blind spraying (mrcnic.transports): no loss moves an EV, so every
-    loaded entry is GOOD at every look and the reliability engine set none SKIP or ASSUMED_BAD;
-    a dead link keeps being sent to; single-path QPs keep to their one entry."""
+    loaded entry is GOOD at every look, the reliability engine set none SKIP or ASSUMED_BAD
+    and sent no probe; a dead link dropped what reached it; single-path QPs keep to their one
+    entry."""
     for c in results["rel"]:
         assert c["ev_bad"] == 0 and c["ev_skip"] == 0 and c["probes_sent"] == 0, c
     for label, states in results["ev_states"].items():
