@@ -111,9 +111,12 @@ class RetransmitTracker(wiring.Component):
       arrived on the hole's path while it was held, the hold ends with that path ASSUMED_BAD
       (its probes bring it back): a QP sending too little to lose a second packet there
       would otherwise take the path up again on no evidence, dead or not. A hole on a path
-      whose latest arrival carried ECN only sets its entry SKIP: a packet held in a long
-      queue is overtaken, by count or by time, as a lost one is, and retiring queued paths
-      crowded the rest (a clean failover-bench run retired six).
+      whose latest arrival carried ECN only sets its entry SKIP, once (the next such hole
+      counts, unless another marked arrival came between): a packet held in a long queue is
+      overtaken, by count or by time, as a lost one is, and retiring queued paths crowded the
+      rest (a clean failover-bench run retired six); but a link that dies under load has its
+      last arrival marked, and nothing comes after to clear the mark. Nor does the hole of a
+      packet NACKed as trimmed (the very send the NACK was for) count: a full queue lost it.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
       that packet is retransmitted at once if the QP's bytes in flight less its own are below
       the new window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
@@ -145,9 +148,6 @@ class RetransmitTracker(wiring.Component):
     arrives with the first SACK, long before the QP's own feedback could close a window opened
     too wide. A QP alone at its receiver (n = 1) is left to NSCC.
 
-    After a trim, until a SACK with neither ECN nor an RTT at or above the target, a SACK hole
-    sets its entry SKIP but never ASSUMED_BAD: a full queue loses packets as a dead path does,
-    and retiring the paths of a congested QP only crowds its traffic onto fewer of them.
     A QP sends a new packet only while its bytes in flight are below its window (not in OFF
     mode): payload bytes sent and neither cumulatively acknowledged nor SACKed (as TCP's
     "pipe"). A packet SACKed above a hole has left the network: counted until the hole is
@@ -304,10 +304,15 @@ class RetransmitTracker(wiring.Component):
                        for q in range(Q)]
         probe_live = [Signal(K, name=f"probe_live_q{q}") for q in range(Q)]
         probe_next = [Signal(range(K), name=f"probe_next_q{q}") for q in range(Q)]
-        # A trim seen (a full queue) and not yet cleared by a SACK with neither ECN nor a high
-        # RTT: a SACK hole then is not blamed on its path (ASSUMED_BAD). (ECN alone loses
-        # nothing: it says a path is busier than the others.)
-        congested = Signal(Q)
+        # The send time of each packet NACKed as trimmed, by its slot: its SACK hole is a full
+        # queue's, not its path's. Kept per packet, not per QP: under a load that never lets
+        # up, a QP-wide exemption lasted as long as the load, and a dead link (which trims
+        # nothing) was only ever skipped. A retransmission's record has a later time, so a
+        # loss of that try counts against its path again.
+        m.submodules.trims = tmem = Memory(shape=TIME_BITS, depth=(1 << qb) * W, init=[])
+        t_wr = tmem.write_port()
+        t_rd = tmem.read_port()
+        m.d.comb += t_rd.addr.eq(rd.addr)
         # Paths (an EV's plane and spine fields) that lost a packet (a SACK hole) with none
         # arriving on them since: a dead link loses every packet sent its way, on whichever of
         # the QP's entries, so its entries share the evidence.
@@ -424,7 +429,7 @@ class RetransmitTracker(wiring.Component):
         new_index, new_path = Signal(range(E)), Signal(range(NP))
         retired = Signal()                   # the FSM's QP ``cq`` retires path ``new_path``
         for q in range(Q):
-            m.d.comb += self.hold[q].eq(Mux(holding[q] & ~congested[q], suspect[q], 0))
+            m.d.comb += self.hold[q].eq(Mux(holding[q], suspect[q], 0))
             with m.If(hold_set & (cq == q)):
                 m.d.sync += [holding[q].eq(1), hold_psn[q].eq(nxt[q]), sus_live[q].eq(1),
                              sus_index[q].eq(new_index), sus_path[q].eq(new_path)]
@@ -522,7 +527,7 @@ class RetransmitTracker(wiring.Component):
                                          high[q].eq(self.init.payload.psn),
                                          have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
                                          rack_on[q].eq(0),
-                                         suspect[q].eq(0), congested[q].eq(0), holding[q].eq(0),
+                                         suspect[q].eq(0), holding[q].eq(0),
                                          marked[q].eq(0),
                                          cutting[q].eq(0), flight[q].eq(0), last_rtt[q].eq(0)]
                 with m.Elif(self.feedback.valid):
@@ -664,8 +669,6 @@ class RetransmitTracker(wiring.Component):
                     for q in range(Q):
                         with m.If(cq == q):
                             m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
-                            with m.If(~ecn & below):
-                                m.d.sync += congested[q].eq(0)
                             with m.If(cut):
                                 m.d.sync += [cutting[q].eq(1), cut_psn[q].eq(c_nxt)]
                             with m.Elif(after_cut):
@@ -737,7 +740,7 @@ class RetransmitTracker(wiring.Component):
             with m.State("HOLD_CHECK"):
                 c_sus_path = Array(sus_path)[cq]
                 unproven = (Array(suspect)[cq].bit_select(c_sus_path, 1)
-                            & sus_live.bit_select(cq, 1) & ~congested.bit_select(cq, 1))
+                            & sus_live.bit_select(cq, 1))
                 with m.If(lapsed & unproven):
                     m.d.comb += [self.ev_update.valid.eq(1),
                                  self.ev_update.payload.index.eq(Array(sus_index)[cq]),
@@ -825,9 +828,13 @@ class RetransmitTracker(wiring.Component):
                 # every entry on it bad at once (it stays suspect).
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 lost_on = path_bit(rec.ev)
-                queued = (Array(marked)[cq] & lost_on).any()
-                again = ((Array(suspect)[cq] & lost_on).any() & ~congested.bit_select(cq, 1)
-                         & ~queued)
+                # (a trimmed packet's hole, or one on a queued path, is a queue's doing; the
+                # mark excuses one hole, and only an arrival with ECN renews it: a link that
+                # dies under load has its last arrival marked, and nothing arrives after)
+                trimmed = t_rd.data == rec.time
+                on_marked = (Array(marked)[cq] & lost_on).any()
+                queued = trimmed | on_marked
+                again = (Array(suspect)[cq] & lost_on).any() & ~queued
                 early = Signal(TIME_BITS)      # how long before the latest arrived it left
                 r_rack = Array(rack_ts)[cq]
                 # (only a recent arrival counts: the 16-bit times wrap, and a plane silent for
@@ -854,6 +861,8 @@ class RetransmitTracker(wiring.Component):
                             count("ev_skip")
                             with m.If(~queued):
                                 m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]
+                            with m.Elif(~trimmed):
+                                m.d.comb += mark_clr.eq(lost_on)
                         m.next = "SCAN_RTX"
                 with m.Else():
                     m.next = "SCAN_RTX"
@@ -890,11 +899,12 @@ class RetransmitTracker(wiring.Component):
                     m.d.comb += shrunk.eq(c_cwnd - (c_cwnd >> 1))
                     for q in range(Q):
                         with m.If(cq == q):
-                            m.d.sync += [cwnd[q].eq(Mux(shrunk < self.cwnd_min, self.cwnd_min,
-                                                        shrunk)), congested[q].eq(1)]
+                            m.d.sync += cwnd[q].eq(Mux(shrunk < self.cwnd_min, self.cwnd_min,
+                                                       shrunk))
                     m.next = "NACK_EV"
             with m.State("NACK_EV"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                m.d.comb += [rd.addr.eq(slot(cq, p)), t_wr.addr.eq(slot(cq, p)),
+                             t_wr.data.eq(rec.time), t_wr.en.eq(rec.pkt.psn == p)]
                 # It goes again at once if the window, just shrunk, would let it out as a new
                 # packet (its own bytes left the network), or if too few packets follow it for
                 # a SACK hole to show it (it would wait for a timeout); else it waits to be a

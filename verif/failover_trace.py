@@ -209,8 +209,7 @@ class Trace:
                 what = (f"SACK cack {s['cack_psn']:#x} for PSN {trig:#x} on entry "
                         f"{self._entry(tev)} ({self._path(tev)}), m {wire.SackMark(s['m']).name}"
                         f"{', probe answer' if s['pr'] else ''}; RTT {rtt} cycles "
-                        f"({'above' if rtt >= self.target else 'below'} target)"
-                        f"{'; QP congested' if m.q[self.qp].congested else ''}")
+                        f"({'above' if rtt >= self.target else 'below'} target)")
                 touches = self._on_dead(tev) or any(
                     self._on_dead(self.profile[i]) for q, i, _ in o.ev_updates if q == self.qp)
                 self.say(ns, what, touches)
@@ -219,7 +218,8 @@ class Trace:
                 n = pk["NETH"]
                 o = m.nack(self.qp, n["nack_psn"], n["nack_reason"], n["entropy"])
                 self.say(ns, f"NACK {wire.NackReason(n['nack_reason']).name} PSN "
-                         f"{n['nack_psn']:#x} (entry {self._entry(n['entropy'])}); QP congested",
+                         f"{n['nack_psn']:#x} (entry {self._entry(n['entropy'])}): its hole is not "
+                         "the path's",
                          self._on_dead(n["entropy"]))
                 self._apply(ns, o, "a trim")
             after = self._suspects() & dead_paths

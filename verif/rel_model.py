@@ -25,6 +25,7 @@ class Sent:
     wr_id: int
     length: int = 0
     time: int | None = None       # the send time (the TX timestamp counter), if known
+    trimmed: bool = False         # a NACK said a queue trimmed this send
 
 
 @dataclass
@@ -83,7 +84,6 @@ class _Qp:
     flight: int = 0                               # payload bytes neither cumulatively acked nor SACKed
     srtt: int | None = None
     rttvar: int = 0
-    congested: bool = False   # a trim since the last calm SACK (no ECN, RTT below target)
     hold: int | None = None   # held since a first hole: until high is ``reorder`` past this
     hole: tuple | None = None  # that hole's (entry index, path), until a second retires it
     cut: int | None = None    # the first PSN sent after the last decrease, until SACKed past
@@ -157,8 +157,6 @@ class Sender:
             s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
             s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
         s.cwnd, cut = self.cc.next(s.cwnd, ecn, rtt, pen, may_cut)
-        if not ecn and rtt < self.cc.target_rtt:
-            s.congested = False
         if cut:
             s.cut = s.nxt
         elif after:
@@ -226,18 +224,22 @@ class Sender:
     def _blame(self, qp, s, p, o):
         """A SACK hole blames its path: the entry SKIP and the path suspect (and held), or, if
         the path lost one before and nothing arrived on it since, the whole path ASSUMED_BAD
-        (it stays suspect); not while the QP sees congestion: a full queue loses packets too.
-        A hole on a path whose latest arrival carried ECN only sets its entry SKIP: a packet
-        held in a long queue is overtaken as a lost one is."""
+        (it stays suspect). A hole of a send NACKed as trimmed, or the first on a path whose
+        latest arrival carried ECN, only sets its entry SKIP: a trimmed packet was lost to a
+        full queue, not to its path, and one held in a long queue is overtaken as a lost one
+        is; but a link that dies under load has its last arrival marked, so the mark excuses
+        one hole and only another marked arrival renews it."""
         r = self._record(s, p)
         if r is None:
             return
         path = self.layout.path(r.ev)
-        if path in self.marked[qp]:          # held in a queue, as likely as lost
+        if r.trimmed or path in self.marked[qp]:     # a queue's doing, not the path's
+            if not r.trimmed:
+                self.marked[qp].discard(path)        # (excused once: an ECN arrival renews it)
             o.ev_updates.append((qp, r.index, EvState.SKIP))
             self.counters["ev_skip"] += 1
             return
-        bad = path in self.suspect[qp] and not s.congested
+        bad = path in self.suspect[qp]
         self.suspect[qp].add(path)
         o.ev_updates.append((qp, r.index, EvState.ASSUMED_BAD if bad else EvState.SKIP))
         if bad:
@@ -250,24 +252,24 @@ class Sender:
 
     def _hold_check(self, qp, s, o):
         """A hold ends once the highest PSN known to have arrived is ``reorder`` past every
-        packet sent by then; if nothing arrived on its hole's path meanwhile (and the QP sees
-        no congestion), with that path ASSUMED_BAD."""
+        packet sent by then; if nothing arrived on its hole's path meanwhile, with that path
+        ASSUMED_BAD."""
         if s.hold is None or not self.reorder <= self._d(s.high, s.hold) < PSN_MOD // 2:
             return
         s.hold = None
         if s.hole is None:
             return
         index, path = s.hole
-        if path in self.suspect[qp] and not s.congested:
+        if path in self.suspect[qp]:
             o.ev_updates.append((qp, index, EvState.ASSUMED_BAD))
             o.paths.append((qp, index))
             self.counters["ev_bad"] += 1
 
     def held(self, qp: int) -> set:
         """The paths QP ``qp``'s new packets keep off now (the tracker's ``hold``): its suspect
-        paths, from a first hole until the hold ends; none while it sees congestion."""
+        paths, from a first hole until the hold ends."""
         s = self.q[qp]
-        return set() if s.hold is None or s.congested else set(self.suspect[qp])
+        return set() if s.hold is None else set(self.suspect[qp])
 
     def _retransmit(self, qp, s, p, cause, o):
         o.retransmits.append((qp, p, self._record(s, p).index))
@@ -380,8 +382,8 @@ class Sender:
             self.counters["stale"] += 1
             return o
         s.cwnd = self.cc.trimmed(s.cwnd)
-        s.congested = True
         r = self._record(s, psn)
+        r.trimmed = True
         blame = reason == wire.NackReason.TRIMMED and r.ev == entropy
         # (too few packets after it for a SACK hole to show it: it would wait for a timeout)
         revealed = self._d(s.nxt, psn) > self.reorder

@@ -7,6 +7,7 @@ requests it completes, and every ``rel.*`` counter equal what the sender's refer
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 
 import cocotb
@@ -1004,41 +1005,81 @@ def _hole_at(rig, q, psns, px, i, what):
 
 
 def _path_uses(px, n, count):
-    """The first run of count uses a < ... of one path below n: a and the last with five
-    arrivals after each on other paths, the second more than six PSNs after a."""
+    """The first run of count uses a < ... of one path below n, each with five arrivals after
+    it on other paths and more than six PSNs after the one before."""
     for a in range(1, n):
         run = [a]
         while len(run) < count and (j := _next_use(px, run[-1], n)) is not None:
             run.append(j)
-        if (len(run) == count and _alone(px, a) and run[1] > a + 6 and _alone(px, run[-1])
-                and run[-1] + 6 < n):
+        if (len(run) == count and all(_alone(px, j) for j in run) and run[-1] + 6 < n
+                and all(j > i + 6 for i, j in itertools.pairwise(run))):
             return tuple(run)
     raise AssertionError(f"no path has {count} uses with room around them: {px}")
 
 
 @cocotb.test()
-async def congestion_keeps_a_hole_from_retiring_its_path(dut):
-    """Once a QP has seen a trim, a SACK hole may be a full queue's loss as well as a dead
-    path's: two holes on one path set their entries SKIP twice, never ASSUMED_BAD. (A SACK
-    with neither ECN nor an RTT above the target ends it; this target is never met.)"""
-    cc = Congestion(target_rtt=1, cwnd_init=1 << 20, cwnd_min=4096, cwnd_max=1 << 20)
-    rig = await Rig.start(dut, cc=cc)
+async def a_trimmed_packets_hole_is_not_its_paths(dut):
+    """A packet NACKed as trimmed, left to be a SACK hole (no room in the window just halved),
+    was lost to a full queue: its hole sets its entry SKIP and blames nothing. A trim excuses
+    that send alone, not its QP: two holes of untrimmed packets on one path after it still
+    retire the path, as under a load that never lets up a link may die all the same."""
     N, q = 64, 0
+    # (the window lets all N out; halved by the trim, it keeps the trimmed one waiting)
+    cc = Congestion(cwnd_init=N * MTU, cwnd_min=4096, cwnd_max=N * MTU)
+    rig = await Rig.start(dut, cc=cc)
     psns = await rig.post(q, N)
     await rig.send_new(N)
     ix = _uses(rig, q, psns)
     px = _paths(rig, q, ix)
-    a, b = _path_uses(px, N, 2)
-    out = await rig.nack(q, psns[0], wire.NackReason.TRIMMED_LASTHOP)
-    await rig.expect(out, "a last-hop trim")
-    out = await _hole_at(rig, q, psns, px, a, "first hole")
-    assert (q, ix[a], EvState.SKIP) in out.ev_updates, out.ev_updates
-    await rig.expect(out, "the first hole")
-    out = await _hole_at(rig, q, psns, px, b, "second hole")
-    assert (q, ix[b], EvState.SKIP) in out.ev_updates, out.ev_updates
-    await rig.expect(out, "the second hole on the same path, under congestion")
+    a, b, c = _path_uses(px, N, 3)
+    out = await rig.nack(q, psns[a], wire.NackReason.TRIMMED_LASTHOP)
+    assert not out.retransmits, out
+    await rig.expect(out, "a last-hop trim, left to be a hole")
+    out = await _hole_at(rig, q, psns, px, a, "the trimmed packet's hole")
+    assert out.ev_updates == [(q, ix[a], EvState.SKIP)] and len(out.retransmits) == 1, out
+    await rig.expect(out, "the trimmed packet's hole")
+    assert rig.model.held(q) == set(), rig.model.held(q)
+    out = await _hole_at(rig, q, psns, px, b, "first untrimmed hole")
+    assert out.ev_updates == [(q, ix[b], EvState.SKIP)] and not out.paths, out
+    await rig.expect(out, "the first untrimmed hole on the path")
+    assert rig.model.held(q) == {px[a]}, rig.model.held(q)
+    out = await _hole_at(rig, q, psns, px, c, "second untrimmed hole")
+    assert (q, ix[c], EvState.ASSUMED_BAD) in out.ev_updates and out.paths, out
+    await rig.expect(out, "the second untrimmed hole on the path, after the trim")
     states = await rig.cfg.regs.run(driver.ev_states(q))
-    assert EvState.ASSUMED_BAD not in states, states
+    on_path = [i for i, ev in enumerate(rig.cfg.profiles[q]) if rig.cfg.layout.path(ev) == px[a]]
+    assert all(states[i] == EvState.ASSUMED_BAD for i in on_path), (on_path, states)
+    await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
+    await rig.counters()
+
+
+@cocotb.test()
+async def a_marked_path_is_excused_one_hole(dut):
+    """A SACK hole on a path whose latest arrival carried ECN sets its entry SKIP and blames
+    nothing (a packet held in a long queue is overtaken as a lost one is), but only once: a
+    link that dies under load has its last arrival marked and none after it, so the next
+    holes there make the path suspect and then retire it."""
+    N, q = 128, 0
+    rig = await Rig.start(dut)
+    psns = await rig.post(q, N)
+    await rig.send_new(N)
+    ix = _uses(rig, q, psns)
+    px = _paths(rig, q, ix)
+    x, a, b, c = _path_uses(px, N, 4)
+    out = await rig.sack(q, psns[x] + 1, trig=psns[x], m=wire.SackMark.SKIP_ONCE)
+    assert out.ev_updates == [(q, ix[x], EvState.SKIP)], out
+    await rig.expect(out, "an arrival on the path with ECN")
+    out = await _hole_at(rig, q, psns, px, a, "a hole on the marked path")
+    assert out.ev_updates == [(q, ix[a], EvState.SKIP)], out
+    await rig.expect(out, "a hole on the marked path")
+    assert rig.model.held(q) == set(), rig.model.held(q)
+    out = await _hole_at(rig, q, psns, px, b, "the next hole there")
+    assert out.ev_updates == [(q, ix[b], EvState.SKIP)] and not out.paths, out
+    await rig.expect(out, "the next hole there: the path suspect")
+    assert rig.model.held(q) == {px[x]}, rig.model.held(q)
+    out = await _hole_at(rig, q, psns, px, c, "a third hole")
+    assert (q, ix[c], EvState.ASSUMED_BAD) in out.ev_updates and out.paths, out
+    await rig.expect(out, "a third hole: the path retired")
     await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
     await rig.counters()
 
