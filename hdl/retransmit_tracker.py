@@ -157,8 +157,11 @@ class RetransmitTracker(wiring.Component):
     Retransmissions re-read their payload (the descriptor is sent again), count their try in the
     descriptor (the TX side sets the BTH rtx bit), and avoid the EV that carried the last try.
     In GO_BACK_N a loss (a SACK showing a packet ``reorder`` beyond ``una``, a trim, a timeout)
-    resends every packet from the lost one to ``nxt``. In OFF the tracker acknowledges each
-    packet itself as soon as it is recorded.
+    resends every packet from the lost one to ``nxt``, but yields to feedback waiting: sent
+    whole, a sweep held the RX side up for as long as the port took to send the window, and a
+    single-path QP crawled a packet a timeout after a long outage. The next SACK showing the
+    loss, or the next timeout, takes the sweep up again past what it resent. In OFF the
+    tracker acknowledges each packet itself as soon as it is recorded.
 
     Parameters
     ----------
@@ -816,6 +819,12 @@ class RetransmitTracker(wiring.Component):
                 in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS],
                                counted | (timed_on & (pd < inflight)))
                 with m.If(~in_range):
+                    m.next = "IDLE"
+                with m.Elif(gbn & self.feedback.valid):
+                    # Feedback first: a go-back-N sweep lasts as long as the port takes to send
+                    # the window, and would hold the RX side up all that time (the SACKs that
+                    # would have cut it short among what waits). The next SACK showing the
+                    # loss, or the next timeout, takes it up again past what was resent.
                     m.next = "IDLE"
                 with m.Elif(~p_pend & gbn):
                     m.next = "SCAN_RTX"

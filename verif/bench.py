@@ -4,11 +4,11 @@ death, and prints the figures.
 Figures go to build/bench/results.json (keys ``<block>_util_w<width>_p<payload bytes>``, the
 line utilisation of tb_line_rate; ``failover_us``, ``failover_rtts`` and
 ``fct_inflation_linkdown`` from the two-NIC system; ``system_sim_kcycles_per_s`` and
-``incast_sim_kcycles_per_s``, how fast the simulations themselves run; block ``compare``: MRC
-beside single-path RoCE and blind spraying, verif/compare.py, which also writes
-docs/results.md) along with how each was measured. ``--baseline DIR`` runs the same two
-simulations from another checkout (its own builds, under DIR/build) and reports their speed
-beside ours.
+``incast_sim_kcycles_per_s``, how fast the simulations themselves run; block ``linerate``: one
+QP's 1 MiB write alone, ``line_rate_fraction_1mib``; block ``compare``: MRC beside single-path
+RoCE and blind spraying; both in verif/compare.py, which writes docs/results.md) along with
+how each was measured. ``--baseline DIR`` runs the same two simulations from another checkout
+(its own builds, under DIR/build) and reports their speed beside ours.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ BLOCKS = {"system": ("system", builds.nic_system),
           "rx_front": ("rx_front", builds.rx_front),
           "rx": ("rx", builds.rx),
           "synth": ("synth", None),
+          "linerate": ("linerate", None),
           "compare": ("compare", None)}
 PAYLOADS = [64, 1024, 4096]
 TX_PAYLOADS = {64: [64, 1024, 4096], 512: [1024, 4096]}
@@ -276,6 +277,11 @@ def main(argv=None) -> int:
     results = json.loads(path.read_text()) if path.exists() else {}
     for block in blocks:
         dut, build = BLOCKS[block]
+        if dut == "linerate":
+            t0 = time.monotonic()
+            compare.line_rate(results, os.cpu_count() or 1, docs=harness.ROOT / "docs")
+            print(f"  ({block}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
+            continue
         if dut == "compare":
             t0 = time.monotonic()
             compare.bench(results, os.cpu_count() or 1, docs=harness.ROOT / "docs")

@@ -33,6 +33,9 @@ class Scenario:
     mtu: int = 1024
     #: message sizes, dealt to (host, QP) streams in turn
     sizes: tuple = (1, 7, 256, 1000, 4096, 10000, 64 * KIB, 256 * KIB)
+    #: the writes are posted this far apart, in :meth:`writes`' order (0: all at once); a
+    #: write's completion time then measures the write, not the queue of writes before it
+    post_gap_us: float = 0.0
     #: when the failure strikes, and ends, as a fraction of the clean transfer's time
     at: float = 0.3
     back: float | None = 0.6
@@ -109,12 +112,15 @@ class Scenario:
 
     def transfer_us(self) -> float:
         """About how long the clean transfer takes: the busiest host's bytes at its port rate
-        or receives at the NIC's rate over all its planes together."""
+        or receives at the NIC's rate over all its planes together, or, if longer, the time
+        the writes take to be posted."""
         out, into = [0] * self.hosts, [0] * self.hosts
-        for h, q, size in self.writes():
+        writes = self.writes()
+        for h, q, size in writes:
             out[h] += size
             into[self.peers(h)[q]] += size
-        return max(out + into) * 8 / self.nic_gbps() / 1000
+        return max(max(out + into) * 8 / self.nic_gbps() / 1000,
+                   self.post_gap_us * (len(writes) - 1))
 
     def wire_rtt_us(self) -> float:
         """A full data packet out and its SACK back over four links each way, unloaded, the
@@ -367,5 +373,44 @@ class AllToAll(Permutation):
     pairs: tuple = ((0, 1), (1, 2), (3, 3))
 
 
+@dataclass
+class LineRate(Scenario):
+    """One write on one QP, alone on a clean fabric: how close it comes to the best rate the
+    sender's ports allow, their line rate times the payload's part of the frames on the wire."""
+    name = "linerate"
+    about = "one QP of NIC 0 writes 1 MiB to NIC 1, alone on a clean fabric"
+    qps: tuple = (0,)
+    sizes: tuple = (1024 * KIB,)
+
+    def writes(self):
+        return [(0, self.qps[0], size) for size in self.sizes]
+
+    def check(self, results):
+        work = [f for f in results["flows"] if f["posted_us"] >= 0]
+        assert len(work) == 1, f"one write, not {len(work)}"
+        w = work[0]
+        frames = [(t, n) for t, dqp, rtx, n in results["arrived"][str(w["dst"])]
+                  if dqp == w["qp"] and not rtx]
+        rtx = sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in results["rel"])
+        assert rtx == 0, f"{rtx} retransmissions on a clean fabric"
+        # What the frames take on the sender's ports, all of them at their line rate (the
+        # FCS, preamble and gap included): the least time the write can take.
+        wire_bytes = sum(n + wire.ETH_WIRE_OVERHEAD for _, n in frames)
+        ideal_us = wire_bytes * 8 / (self.nic_gbps() * 1000)
+        fct_us = w["done_us"] - w["posted_us"]
+        first, last = frames[0][0], frames[-1][0]
+        results["line_rate"] = {
+            "fraction": ideal_us / fct_us, "fct_us": fct_us, "ideal_us": ideal_us,
+            "gbps": w["bytes"] * 8 / (fct_us * 1000),
+            "best_gbps": self.nic_gbps() * w["bytes"] / wire_bytes,
+            "frames": len(frames), "frame_bytes": max(n for _, n in frames),
+            # where the time goes: to the first frame's arrival (one frame's store-and-forward
+            # over every hop, and the NICs' pipelines), the frames themselves, and from the
+            # last frame's arrival to the completion (the SACK back)
+            "lead_us": first - w["posted_us"], "span_us": last - first,
+            "span_fraction": ideal_us * (len(frames) - 1) / len(frames) / (last - first),
+            "tail_us": w["done_us"] - last, "base_rtt_us": results["base_rtt_us"]}
+
+
 SCENARIOS = {s.name: s for s in (Scenario, Lossy, LinkDown, PlaneDown, Incast, Permutation,
-                                 AllToAll)}
+                                 AllToAll, LineRate)}

@@ -312,11 +312,27 @@ class System:
         assert cg["rtt"] > 0, f"no RTT sample after a whole write: {cg}"
         return cg["rtt"] * CLOCK_NS / 1000
 
-    async def post_all(self):
-        """Every host writes its messages on every QP; each message to a fresh VA."""
+    async def post_all(self) -> list[Message]:
+        """Every host writes its messages on every QP, each to a fresh VA: all at once, or
+        one every ``post_gap_us`` in the scenario's order (the rest posted while the caller
+        goes on). The scenario's messages."""
         new = [await self._message(h, q, size) for h, q, size in self.sc.writes()]
+        gap_ns = self.sc.post_gap_us * 1000
+        if not gap_ns:
+            for m in new:
+                await self._post(m)
+            return new
+
+        async def in_turn(start_ns):
+            for i, m in enumerate(new):
+                wait = start_ns + i * gap_ns - get_sim_time("ns")
+                if wait > 0:
+                    await Timer(round(wait), "ns")
+                await self._post(m)
         for m in new:
-            await self._post(m)
+            m.posted_ns = float("inf")          # (not posted yet)
+        cocotb.start_soon(in_turn(get_sim_time("ns")))
+        return new
 
     async def ev_states(self):
         out = {}
@@ -345,8 +361,7 @@ async def scenario(dut):
         if f.ports:
             cocotb.start_soon(_ports(sysm, f))
     sysm.landed = 0                 # (the RTT warm-up write is not the scenario's)
-    await sysm.post_all()
-    work = [m for m in sysm.messages.values() if m.posted_ns >= t0]
+    work = await sysm.post_all()
     total = len(work)
     deadline = t0 + sc.timeout_us * 1000
     last_report = 0.0
@@ -404,7 +419,6 @@ async def scenario(dut):
     # The figures.
     counters = [await h.regs.run(driver.rel_counters()) for h in sysm.hosts]
     rx = [await h.regs.run(driver.rx_counters()) for h in sysm.hosts]
-    work = [m for m in sysm.messages.values() if m.posted_ns >= t0]     # (not the ping)
     payload = sum(len(m.data) for m in work)
     results = {
         "scenario": sc.name, "seed": seed, "options": p.get("options", {}),

@@ -39,6 +39,9 @@ def run_scenario(scenario, seed, options, out, width=64, build=None):
         assert results["network"]["lost"] > 0 and results["network"]["duplicated"] > 0
     if scenario == "incast":
         assert results["victim"]["done_us"] < results["victim"]["incast_done_us"]
+    if scenario == "linerate":
+        lr = results["line_rate"]
+        assert lr["frames"] == -(-results["bytes"] // 1024) and 0 < lr["fraction"] <= 1, lr
     return results
 
 
@@ -95,6 +98,8 @@ def _model_agrees(out, results):
     # its path to lose two packets early enough to be seen, and its entries to be checked.
     ("linkdown", 13, {"sizes": [1, 7, 256, 1000, 4096, 10000, 64 * KIB, 512 * KIB]}),
     ("planedown", 14, {}),
+    # One write alone (its rate against the ports' is make bench's figure, block linerate).
+    ("linerate", 20, {"sizes": [128 * KIB]}),
 ])
 def test_scenario(scenario, seed, options, tmp_path, seed_for):
     run_scenario(scenario, seed_for(seed), options, tmp_path)
@@ -117,11 +122,14 @@ def test_a_baseline_rides_out_a_dead_link(transport, tmp_path, seed_for):
     """What MRC is measured against (make bench, block compare): single-path RoCE (one EV per
     QP by hash, go-back-N) and blind spraying (random EVs, selective retransmit), each set
     through the registers alone. Every byte lands across the link's death, and no EV moves."""
-    # (the 256 KiB write is NIC 0's QP 0, which the hash puts on the dead link's path)
-    r = run_scenario("linkdown", seed_for(18), {"transport": transport,
+    # (the 256 KiB write is NIC 0's QP 0, which the hash puts on the dead link's path; the
+    # writes are posted 20 us apart, as the comparison posts its link-down case's)
+    r = run_scenario("linkdown", seed_for(18), {"transport": transport, "post_gap_us": 20.0,
                                                 "sizes": [256 * KIB, 1, 4096, 64 * KIB]},
                      tmp_path)
     assert sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in r["rel"]), r["rel"]
+    posted = sorted(f["posted_us"] for f in r["flows"] if f["posted_us"] >= 0)
+    assert all(b - a >= 20.0 for a, b in zip(posted, posted[1:], strict=False)), posted
 
 
 @pytest.mark.parametrize("scenario, transport", [("permutation", "roce"),
