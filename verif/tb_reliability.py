@@ -1057,17 +1057,25 @@ async def a_trimmed_packets_hole_is_not_its_paths(dut):
     out = await rig.nack(q, psns[a], wire.NackReason.TRIMMED_LASTHOP)
     assert not out.retransmits, out
     await rig.expect(out, "a last-hop trim, left to be a hole")
-    out = await _hole_at(rig, q, psns, px, a, "the trimmed packet's hole")
+    await _excused_then_retired(rig, q, psns, ix, px, (a, b, c), "the trimmed packet's hole")
+
+
+async def _excused_then_retired(rig, q, psns, ix, px, holes, why):
+    """SACK holes at the three ``holes`` on one path: the first (``why``) excused, its entry
+    SKIP and nothing held; the second makes the path suspect, and held; the third retires
+    every entry of the QP on it."""
+    a, b, c = holes
+    out = await _hole_at(rig, q, psns, px, a, why)
     assert out.ev_updates == [(q, ix[a], EvState.SKIP)] and len(out.retransmits) == 1, out
-    await rig.expect(out, "the trimmed packet's hole")
+    await rig.expect(out, why)
     assert rig.model.held(q) == set(), rig.model.held(q)
-    out = await _hole_at(rig, q, psns, px, b, "first untrimmed hole")
+    out = await _hole_at(rig, q, psns, px, b, "the next hole there")
     assert out.ev_updates == [(q, ix[b], EvState.SKIP)] and not out.paths, out
-    await rig.expect(out, "the first untrimmed hole on the path")
+    await rig.expect(out, "the next hole there: the path suspect")
     assert rig.model.held(q) == {px[a]}, rig.model.held(q)
-    out = await _hole_at(rig, q, psns, px, c, "second untrimmed hole")
+    out = await _hole_at(rig, q, psns, px, c, "a third hole")
     assert (q, ix[c], EvState.ASSUMED_BAD) in out.ev_updates and out.paths, out
-    await rig.expect(out, "the second untrimmed hole on the path, after the trim")
+    await rig.expect(out, "a third hole: the path retired")
     states = await rig.cfg.regs.run(driver.ev_states(q))
     on_path = [i for i, ev in enumerate(rig.cfg.profiles[q]) if rig.cfg.layout.path(ev) == px[a]]
     assert all(states[i] == EvState.ASSUMED_BAD for i in on_path), (on_path, states)
@@ -1091,19 +1099,7 @@ async def a_marked_path_is_excused_one_hole(dut):
     out = await rig.sack(q, psns[x] + 1, trig=psns[x], m=wire.SackMark.SKIP_ONCE)
     assert out.ev_updates == [(q, ix[x], EvState.SKIP)], out
     await rig.expect(out, "an arrival on the path with ECN")
-    out = await _hole_at(rig, q, psns, px, a, "a hole on the marked path")
-    assert out.ev_updates == [(q, ix[a], EvState.SKIP)], out
-    await rig.expect(out, "a hole on the marked path")
-    assert rig.model.held(q) == set(), rig.model.held(q)
-    out = await _hole_at(rig, q, psns, px, b, "the next hole there")
-    assert out.ev_updates == [(q, ix[b], EvState.SKIP)] and not out.paths, out
-    await rig.expect(out, "the next hole there: the path suspect")
-    assert rig.model.held(q) == {px[x]}, rig.model.held(q)
-    out = await _hole_at(rig, q, psns, px, c, "a third hole")
-    assert (q, ix[c], EvState.ASSUMED_BAD) in out.ev_updates and out.paths, out
-    await rig.expect(out, "a third hole: the path retired")
-    await rig.completions(await rig.sack(q, psns[-1] + 1), "all acknowledged")
-    await rig.counters()
+    await _excused_then_retired(rig, q, psns, ix, px, (a, b, c), "a hole on the marked path")
 
 
 async def _sparse(rig, q, n, gap):
