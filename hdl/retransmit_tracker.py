@@ -489,6 +489,13 @@ class RetransmitTracker(wiring.Component):
         pd = Signal(PSN_BITS)
         m.d.comb += pd.eq(p - c_una)
         scan_end = Signal(PSN_BITS)          # go-back-N resends up to nxt as the scan began
+        # Where a go-back-N sweep that yielded to feedback stopped (QP ``res_q``): it resent
+        # everything from una to there, so the next SACK's sweep takes up at it. (From una,
+        # passing a PSN a cycle over what was resent could take longer than the next feedback
+        # takes to come, and the sweep would never get further.) A timeout starts afresh.
+        res_on, res_q, res_psn = Signal(), Signal(range(Q)), Signal(PSN_BITS)
+        resumes = (gbn & res_on & (res_q == cq)
+                   & ((res_psn - c_una)[:PSN_BITS] < (c_nxt - c_una)[:PSN_BITS]))
 
         def emit_retransmit():
             """Offers the record at ``rd`` again; True once taken."""
@@ -520,6 +527,8 @@ class RetransmitTracker(wiring.Component):
                 m.d.comb += self.init.ready.eq(1)
                 with m.If(self.init.valid):
                     iq = self.init.payload.qp
+                    with m.If(res_q == iq):
+                        m.d.sync += res_on.eq(0)
                     m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_out_clr.eq(~0),
                                  f_pend_clr.eq(~0), self.peer.valid.eq(1),
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
@@ -568,6 +577,8 @@ class RetransmitTracker(wiring.Component):
                     m.d.comb += [f_q.eq(tq), f_pend_clr.eq(~0)]
                     m.d.sync += [cq.eq(tq), p.eq(t_una), cause.eq(_Cause.TIMEOUT),
                                  scan_end.eq(t_nxt)]
+                    with m.If(res_q == tq):
+                        m.d.sync += res_on.eq(0)
                     m.next = "TO_FIND"
                 with m.Else():
                     m.d.sync += tq.eq(Mux(tq == Q - 1, 0, tq + 1))
@@ -781,7 +792,7 @@ class RetransmitTracker(wiring.Component):
             with m.State("WALK_RD"):
                 m.d.comb += rd.addr.eq(slot(cq, c_una))
                 with m.If(c_una == f_cack):
-                    m.d.sync += [p.eq(c_una), scan_end.eq(c_nxt)]
+                    m.d.sync += [p.eq(Mux(resumes, res_psn, c_una)), scan_end.eq(c_nxt)]
                     with m.If(off):
                         m.next = "IDLE"
                     with m.Elif(gbn & (hd <= self.reorder)):
@@ -819,12 +830,15 @@ class RetransmitTracker(wiring.Component):
                 in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS],
                                counted | (timed_on & (pd < inflight)))
                 with m.If(~in_range):
+                    with m.If(res_q == cq):
+                        m.d.sync += res_on.eq(0)
                     m.next = "IDLE"
                 with m.Elif(gbn & self.feedback.valid):
                     # Feedback first: a go-back-N sweep lasts as long as the port takes to send
                     # the window, and would hold the RX side up all that time (the SACKs that
                     # would have cut it short among what waits). The next SACK showing the
-                    # loss, or the next timeout, takes it up again past what was resent.
+                    # loss takes it up again here, or the next timeout afresh.
+                    m.d.sync += [res_on.eq(1), res_q.eq(cq), res_psn.eq(p)]
                     m.next = "IDLE"
                 with m.Elif(~p_pend & gbn):
                     m.next = "SCAN_RTX"

@@ -435,6 +435,30 @@ async def a_go_back_n_sweep_yields_to_feedback(dut):
 
 
 @cocotb.test()
+async def a_go_back_n_sweep_goes_on_after_feedback(dut):
+    """A sweep that yielded to a SACK still showing the loss goes on from where it stopped:
+    every packet from the loss to nxt goes again once, and none twice."""
+    rig = await Rig.start(dut, mode=RelMode.GO_BACK_N)
+    N, q = 128, 1
+    psns = await rig.post(q, N)
+    await rig.send_new(N)
+    p0 = psns[0]
+    loss = await rig.sack(q, p0, bits(range(8)), offset=1, trig=p0 + 8)
+    again = await rig.sack(q, p0, bits(range(8)), offset=1, trig=p0 + 8)   # (a duplicate's)
+    want = sorted(psn for _, psn, _ in loss.retransmits + again.retransmits)
+    assert want == sorted(psns), want
+    for _ in range(100):
+        await ClockCycles(dut.clk, 400)
+        if sum(Ether(f)[L.BTH].rtx for _, f in rig.frames) >= N:
+            break
+    await ClockCycles(dut.clk, 2000)
+    got, rig.frames = sorted(rig._key(f)[1] for _, f in rig.frames), []
+    assert got == want, f"sent again {len(got)}: {[hex(p) for p in got if got.count(p) > 1]} twice"
+    await rig.completions(await rig.sack(q, p0 + N, trig=psns[-1]), "everything acknowledged")
+    await rig.counters()
+
+
+@cocotb.test()
 async def the_window_holds_new_packets(dut):
     """A QP never has more than the window in flight: the rest waits for acknowledgements."""
     rig = await Rig.start(dut)
