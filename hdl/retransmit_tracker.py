@@ -311,7 +311,8 @@ class RetransmitTracker(wiring.Component):
         # queue's, not its path's. Kept per packet, not per QP: under a load that never lets
         # up, a QP-wide exemption lasted as long as the load, and a dead link (which trims
         # nothing) was only ever skipped. A retransmission's record has a later time, so a
-        # loss of that try counts against its path again.
+        # loss of that try counts against its path again. (A slot's stale time, or the reset
+        # 0, equal to a later send's by chance, 1 in 2^16, only excuses that one hole.)
         m.submodules.trims = tmem = Memory(shape=TIME_BITS, depth=(1 << qb) * W, init=[])
         t_wr = tmem.write_port()
         t_rd = tmem.read_port()
