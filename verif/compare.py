@@ -27,7 +27,7 @@ from mrcnic.evmap import EvLayout
 from mrcnic.transports import TRANSPORTS
 from mrcnic.verif import builds, harness
 from mrcnic.verif.failover_sweep import parse_seeds, percentile
-from mrcnic.verif.scenarios import KIB
+from mrcnic.verif.scenarios import KIB, retransmissions
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,7 @@ def figures(r: dict) -> dict:
                     if op in data and start <= t < end and layout.path(ev) in paths)
     out = {"goodput_gbps": r["goodput_gbps"], "fct_p50_us": statistics.median(fct),
            "fct_p99_us": percentile(fct, 99), "fct_us": sorted(fct),
-           "retransmissions": sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"]
-                                  for c in r["rel"]),
+           "retransmissions": retransmissions(r),
            "dead_path_packets": dead if r["failures"] else None,
            "done_us": r["fct_us"], "wall_s": r["wall_s"]}
     if "victim" in r:
@@ -95,21 +94,28 @@ def figures(r: dict) -> dict:
     return out
 
 
-def run_one(case: str, transport: str, seed: int, root: Path) -> dict:
-    """One run; its figures, and ``error`` (the assertion that stopped it) or None."""
-    c = CASES[case]
-    out = root / case / transport / str(seed)
+def _system_run(build, scenario: str, seed: int, options: dict, out: Path):
+    """One system run (verif/tb_system.py) into ``out``: the assertion that stopped it (or
+    None), and its results.json (or None: it wrote none)."""
     error = None
     try:
-        harness.run(_build(c), "mrcnic.verif.tb_system", builds.system_params(
-            64, c.scenario, seed, {**c.options, "hosts": c.hosts, "transport": transport},
-            out=str(out), pcaps=False), run_dir=out / "sim")
+        harness.run(build, "mrcnic.verif.tb_system", builds.system_params(
+            64, scenario, seed, options, out=str(out), pcaps=False), run_dir=out / "sim")
     except harness.SimulationFailed as e:
         error = e.reason()
     res = out / "results.json"
+    return error, json.loads(res.read_text()) if res.exists() else None
+
+
+def run_one(case: str, transport: str, seed: int, root: Path) -> dict:
+    """One run; its figures, and ``error`` (the assertion that stopped it) or None."""
+    c = CASES[case]
+    error, r = _system_run(_build(c), c.scenario, seed,
+                           {**c.options, "hosts": c.hosts, "transport": transport},
+                           root / case / transport / str(seed))
     fig = {"case": case, "transport": transport, "seed": seed, "error": error}
-    if res.exists():
-        fig.update(figures(json.loads(res.read_text())))
+    if r is not None:
+        fig.update(figures(r))
     elif error is None:
         fig["error"] = "no results"
     return fig
@@ -249,16 +255,9 @@ def bench(results: dict, jobs: int, docs: Path | None = None) -> None:
 def line_rate_run(key: str, root: Path) -> dict:
     """One line-rate run (scenario linerate); its figures, and ``error`` or None."""
     transport, mtu = LINE_RATE[key]
-    out = root / "linerate" / key
-    error = None
-    try:
-        harness.run(builds.nic_system(64, 2), "mrcnic.verif.tb_system", builds.system_params(
-            64, "linerate", LINE_RATE_SEED, {"transport": transport, "mtu": mtu},
-            out=str(out), pcaps=False), run_dir=out / "sim")
-    except harness.SimulationFailed as e:
-        error = e.reason()
-    res = out / "results.json"
-    r = json.loads(res.read_text()) if res.exists() else {}
+    error, r = _system_run(builds.nic_system(64, 2), "linerate", LINE_RATE_SEED,
+                           {"transport": transport, "mtu": mtu}, root / "linerate" / key)
+    r = r or {}
     return {"key": key, "transport": transport, "mtu": mtu,
             "error": error or (None if "line_rate" in r else "no figures"),
             **r.get("line_rate", {})}

@@ -13,9 +13,14 @@ from mrcnic.transports import transport
 from mrcnic.verif.network import Failure, LinkConfig, Network
 from mrcnic.verif.tbkit import CLOCK_NS
 
-__all__ = ["Scenario", "SCENARIOS"]
+__all__ = ["Scenario", "SCENARIOS", "retransmissions"]
 
 KIB = 1024
+
+
+def retransmissions(results: dict) -> int:
+    """Packets the NICs of a system run sent again, for whatever reason."""
+    return sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in results["rel"])
 
 
 @dataclass
@@ -162,8 +167,7 @@ class Lossy(Scenario):
         return cfg
 
     def check(self, results):
-        rtx = sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in results["rel"])
-        assert rtx > 0, "10% loss and nothing was retransmitted"
+        assert retransmissions(results) > 0, "10% loss and nothing was retransmitted"
 
 
 @dataclass
@@ -391,7 +395,7 @@ class LineRate(Scenario):
         w = work[0]
         frames = [(t, n) for t, dqp, rtx, n in results["arrived"][str(w["dst"])]
                   if dqp == w["qp"] and not rtx]
-        rtx = sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in results["rel"])
+        rtx = retransmissions(results)
         assert rtx == 0, f"{rtx} retransmissions on a clean fabric"
         # What the frames take on the sender's ports, all of them at their line rate (the
         # FCS, preamble and gap included): the least time the write can take.

@@ -418,14 +418,10 @@ async def a_go_back_n_sweep_yields_to_feedback(dut):
     acknowledging everything, arriving while the sweep runs, ends it. (Run whole, a sweep held
     the RX side up for as long as the port took to send the window; after a long outage two
     NICs did so by turns and crawled at a packet a timeout.)"""
-    rig = await Rig.start(dut, mode=RelMode.GO_BACK_N)
     N, q = 128, 1
-    psns = await rig.post(q, N)
-    await rig.send_new(N)
-    p0 = psns[0]
-    loss = await rig.sack(q, p0, bits(range(8)), offset=1, trig=p0 + 8)
+    rig, psns, loss = await _go_back_n_loss(dut, q, N)
     assert len(loss.retransmits) == N, loss.retransmits
-    done = await rig.sack(q, p0 + N, trig=psns[-1])
+    done = await rig.sack(q, psns[0] + N, trig=psns[-1])
     await ClockCycles(dut.clk, 4000)
     resent, rig.frames = [f for _, f in rig.frames if Ether(f)[L.BTH].rtx], []
     assert 0 < len(resent) < N // 4, (
@@ -434,16 +430,23 @@ async def a_go_back_n_sweep_yields_to_feedback(dut):
     await rig.completions(done, "everything acknowledged")
 
 
+async def _go_back_n_loss(dut, q, n):
+    """A go-back-N NIC with ``n`` packets of QP ``q`` out and a SACK showing the first lost:
+    the rig, the PSNs, and the model's outcome of the SACK (every packet sent again)."""
+    rig = await Rig.start(dut, mode=RelMode.GO_BACK_N)
+    psns = await rig.post(q, n)
+    await rig.send_new(n)
+    p0 = psns[0]
+    return rig, psns, await rig.sack(q, p0, bits(range(8)), offset=1, trig=p0 + 8)
+
+
 @cocotb.test()
 async def a_go_back_n_sweep_goes_on_after_feedback(dut):
     """A sweep that yielded to a SACK still showing the loss goes on from where it stopped:
     every packet from the loss to nxt goes again once, and none twice."""
-    rig = await Rig.start(dut, mode=RelMode.GO_BACK_N)
     N, q = 128, 1
-    psns = await rig.post(q, N)
-    await rig.send_new(N)
+    rig, psns, loss = await _go_back_n_loss(dut, q, N)
     p0 = psns[0]
-    loss = await rig.sack(q, p0, bits(range(8)), offset=1, trig=p0 + 8)
     again = await rig.sack(q, p0, bits(range(8)), offset=1, trig=p0 + 8)   # (a duplicate's)
     want = sorted(psn for _, psn, _ in loss.retransmits + again.retransmits)
     assert want == sorted(psns), want
