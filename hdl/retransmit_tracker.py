@@ -933,7 +933,8 @@ class RetransmitTracker(wiring.Component):
                 # packet (its own bytes left the network), or if too few packets follow it for
                 # a SACK hole to show it (it would wait for a timeout); else it waits to be a
                 # SACK hole: resending every trim at once into the queue that trimmed it keeps
-                # that queue full.
+                # that queue full. A retransmission trimmed so is a hole again: the scans pass
+                # over packets already resent, and it would wait for a timeout.
                 at_once = (((Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq])
                            | ((c_nxt - p)[:PSN_BITS] <= self.reorder))
                 with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
@@ -945,10 +946,12 @@ class RetransmitTracker(wiring.Component):
                         with m.If(at_once | gbn):
                             m.next = "NACK_RTX"
                         with m.Else():
+                            m.d.comb += f_pend_clr.eq(onehot(p))
                             m.next = "IDLE"
                 with m.Elif(at_once | gbn):
                     m.next = "NACK_RTX"
                 with m.Else():
+                    m.d.comb += f_pend_clr.eq(onehot(p))
                     m.next = "IDLE"
             with m.State("NACK_RTX"):
                 m.d.comb += rd.addr.eq(slot(cq, p))

@@ -101,11 +101,13 @@ class _Probes:
 class Sender:
     def __init__(self, qps: int, window: int, reorder: int = 8,
                  mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None, planes: int = 2,
-                 spines: int = 4, reo_wnd: int = 0):
+                 spines: int = 4, reo_wnd: int = 0, layout=None):
         self.qps, self.window, self.reorder, self.mode = qps, window, reorder, RelMode(mode)
         self.reo_wnd = reo_wnd         # the time rule's window, in cycles (0: off)
         self.planes = planes
-        self.layout = EvLayout(planes, spines)
+        # (``layout``: anything whose ``path(ev)`` names an EV's path; the scale model's
+        # hashed fabrics give every EV a path of its own)
+        self.layout = layout or EvLayout(planes, spines)
         self.cc = cc or Congestion()
         self.q = [_Qp(cwnd=self.cc.cwnd_init) for _ in range(qps)]
         self.counters = dict.fromkeys(REL_COUNTERS, 0)
@@ -389,8 +391,11 @@ class Sender:
         revealed = self._d(s.nxt, psn) > self.reorder
         if self.mode is RelMode.GO_BACK_N or s.flight - r.length < s.cwnd or not revealed:
             self._lost(qp, s, psn, EvState.SKIP if blame else None, "trim", o)
-        elif blame:
-            # (no room in the window: it waits to be a SACK hole)
+            return o
+        # No room in the window: it waits to be a SACK hole. A retransmission trimmed too
+        # is a hole again (a scan passes over the ones already resent).
+        s.pend.discard(psn)
+        if blame:
             o.ev_updates.append((qp, r.index, EvState.SKIP))
             self.counters["ev_skip"] += 1
         return o

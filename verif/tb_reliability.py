@@ -303,6 +303,36 @@ async def trims_retransmit_at_once(dut):
 
 
 @cocotb.test()
+async def a_trimmed_retransmission_is_a_hole_again(dut):
+    """A retransmission trimmed while the window is full waits, as a trimmed first send does,
+    to be a SACK hole, and the next SACK that shows it missing sends it again: it is not left
+    for a timeout because it went once already."""
+    n, q = 40, 0
+    rig = await Rig.start(dut, cc=Congestion(cwnd_init=n * MTU, cwnd_min=MTU))
+    psns = await rig.post(q, n)
+    await rig.send_new(n)
+    p0 = psns[0]
+    # 3..10 arrived: 2 is a hole (reorder 4), and goes again.
+    out = await rig.sack(q, p0 + 2, bits(i - 2 for i in range(3, 11)), trig=p0 + 10)
+    assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [2]
+    await rig.expect(out, "a SACK hole")
+    # That retransmission is trimmed: the window, halved, is still full (32 packets out, 20
+    # allowed), and 37 packets follow it, so it waits to show as a hole.
+    out = await rig.nack(q, p0 + 2, wire.NackReason.TRIMMED)
+    assert out.retransmits == [], f"a trim with the window full went again: {out.retransmits}"
+    await rig.expect(out, "a trimmed retransmission with the window full")
+    # The next SACK shows it missing still: it goes again.
+    out = await rig.sack(q, p0 + 2, bits(i - 2 for i in range(3, 15)), trig=p0 + 14)
+    assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [2], \
+        f"the trimmed retransmission's hole was passed over: {out.retransmits}"
+    await rig.expect(out, "the trimmed retransmission's hole")
+    out = await rig.sack(q, p0 + n, trig=p0 + n - 1)
+    await rig.expect(out, "everything acknowledged")
+    await rig.counters()
+    assert rig.model.counters["rtx_sack"] == 2 and rig.model.counters["rtx_trim"] == 0
+
+
+@cocotb.test()
 async def ev_marks_set_the_ev_state(dut):
     """SACK m = SKIP_ONCE skips the EV for a rotation; m = ALWAYS_SKIP retires it; a SACK for
     another QP, or naming an EV its packet did not use, changes nothing."""
