@@ -1,0 +1,409 @@
+"""The scale model: MRC, single-path RoCE and blind spraying where RTL simulation cannot go.
+
+    python -m mrcnic.verif.scale_model fattree [--transport mrc] [--seed 1] [--k 16]
+                                        [--degraded 8] [--ratio 0.1] [--size 2000000]
+    python -m mrcnic.verif.scale_model rtl CASE [--transport mrc] [--seed 1]
+
+Behavioural NICs (verif/scale_nic.py: the reliability engine's reference model, the spray's
+rules, the receiver's acknowledgement rules) on an event-driven network (verif/scale_net.py).
+Two kinds of run:
+
+* ``rtl``: a case of the RTL comparison (verif/compare.py) on the RTL system's own fabric,
+  scenario, NIC settings and tuning, for checking the model against the gateware
+  (verif/scale_sweep.py holds the two to stated tolerances);
+* ``fattree``: the Ultra Ethernet simulator's (uet-htsim's) load-balancing scenario: a
+  three-tier k=16 fat tree (1024 hosts) at 100 Gb/s, 1 us a hop, queues of one
+  bandwidth-delay product with ECN from 20% to 80% of it, a random permutation of 2,000,000 B
+  writes, 128 EVs a connection; ``degraded`` core links (the 8 from the cores down to pod 0's
+  Agg 0, as uet-htsim degrades them) at ``ratio`` of their rate, their queue and ECN
+  thresholds scaled with it. Completion times are reported over the ideal: one such write
+  alone on the idle fabric, between pods, as the same model runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass, replace
+
+from mrcnic import wire
+from mrcnic.evmap import EvLayout
+from mrcnic.simctl import entry_path
+from mrcnic.transports import TRANSPORTS, flow_path, transport
+from mrcnic.verif.fabric import nic_ip
+from mrcnic.verif.failover_sweep import percentile
+from mrcnic.verif.rel_model import Congestion
+from mrcnic.verif.scale_net import FatTree, LeafSpine, Sim
+from mrcnic.verif.scale_nic import NicConfig, ScaleNic, Write
+from mrcnic.verif.scenarios import SCENARIOS
+from mrcnic.verif.tbkit import CLOCK_NS
+
+__all__ = ["FatTreeRun", "run_fattree", "run_rtl_case", "fct_figures"]
+
+#: the RTL system's build (verif/builds.py): planes, spines, EVs a QP, reliability window
+RTL_BUILD = dict(planes=2, spines=4, evs=16, window=256, width=64)
+#: the pipelines' delay on whatever a NIC takes in, set so that the model's idle RTT is the
+#: RTL system's (12.11 us measured by tb_system's ping, of which the network is 8.58 us)
+RTL_NIC_DELAY_NS = 1768.0
+
+
+def fct_figures(fct_us: list[float]) -> dict:
+    return {"fct_p50_us": statistics.median(fct_us), "fct_p99_us": percentile(fct_us, 99),
+            "fct_max_us": max(fct_us)}
+
+
+class _Run:
+    """NICs on a fabric, their writes, and when each completes."""
+
+    def __init__(self, sim: Sim):
+        self.sim = sim
+        self.nics: dict[int, ScaleNic] = {}
+        self.writes: dict[tuple, Write] = {}
+        self.left = 0
+
+    def done(self, host, wr_id, now):
+        w = self.writes[(host, wr_id)]
+        if w.done_ns is None:
+            w.done_ns = now
+            self.left -= 1
+
+    def post(self, host: int, w: Write, at_ns: float):
+        self.writes[(host, w.wr_id)] = w
+        self.left += 1
+        self.sim.at(at_ns, self.nics[host].post, w)
+
+    def run(self, limit_ns: float):
+        self.sim.run(until=limit_ns, stop=lambda: self.left == 0)
+        if self.left:
+            stuck = [(h, w.qp, w.size) for (h, _), w in self.writes.items() if w.done_ns is None]
+            raise RuntimeError(f"{self.left} writes not complete after {limit_ns / 1000:.0f} us: "
+                               f"{stuck[:5]}")
+
+
+# --- the RTL system's cases --------------------------------------------------------------------
+
+def _scenario(case: str, t: str):
+    from mrcnic.verif.compare import CASES
+    c = CASES[case]
+    opts = dict(c.options, hosts=c.hosts, transport=t)
+    return SCENARIOS[c.scenario](planes=RTL_BUILD["planes"], spines=RTL_BUILD["spines"],
+                                 width=RTL_BUILD["width"], **opts)
+
+
+def _rtl_config(sc, base_rtt_us: float | None) -> NicConfig:
+    rel = sc.reliability
+    cfg = NicConfig(mtu=sc.mtu, nic_delay_ns=RTL_NIC_DELAY_NS, window=RTL_BUILD["window"],
+                    reorder=rel["reorder"], rto_min=rel["rto_min"], rto_max=rel["rto_max"],
+                    probe_interval=rel["probe_interval"], coalesce=sc.ack_policy[0],
+                    ack_timeout=sc.ack_policy[1])
+    if base_rtt_us is not None:
+        cfg.cc = Congestion(**sc.congestion(base_rtt_us))
+        cfg.share_period = sc.target_cycles(base_rtt_us)
+    return cfg
+
+
+def _rtl_system(sc, tname: str, seed: int, cfg: NicConfig, record: bool):
+    sim = Sim()
+    layout = EvLayout(sc.planes, sc.spines)
+    net = LeafSpine(sim, sc.planes, sc.spines, sc.hosts, sc.link, layout, seed,
+                    header_bytes=cfg.ctrl_bytes)
+    t = transport(tname)
+    run = _Run(sim)
+    P, S = sc.planes, sc.spines
+    for h in range(sc.hosts):
+        peers = sc.peers(h)
+        profiles = {}
+        for q, peer in peers.items():
+            rng = random.Random(f"{seed}-ev-{h}-{q}")
+            if t.single_path:
+                path = flow_path(nic_ip(h), nic_ip(peer), q, P * S)
+                plane, spine = path % P, path // P
+                ev = layout.make(plane, spine, rng.getrandbits(32))
+                profiles[q] = [(ev, plane, layout.path(ev))]
+            else:
+                profiles[q] = []
+                for i in range(RTL_BUILD["evs"]):
+                    ev = layout.make(*entry_path(i, P, S), rng.getrandbits(32))
+                    profiles[q].append((ev, layout.plane(ev), layout.path(ev)))
+        run.nics[h] = ScaleNic(sim, net, h, P, peers, profiles, t, cfg, seed, layout=layout,
+                               on_done=run.done, record_sends=record, record_arrivals=record)
+    return sim, net, run
+
+
+def base_rtt_us(sc, tname: str, seed: int) -> float:
+    """tb_system's ping: one full packet written on the idle system, its RTT as its sender
+    measured it from the SACK."""
+    cfg = _rtl_config(sc, None)
+    sim, _, run = _rtl_system(sc, tname, seed, cfg, False)
+    h = 0
+    q = min(sc.peers(h))
+    run.post(h, Write(0, q, sc.peers(h)[q], sc.mtu), 0.0)
+    run.run(1e6)
+    return run.nics[h].rel.q[q].srtt * CLOCK_NS / 1000
+
+
+def run_rtl_case(case: str, tname: str, seed: int) -> dict:
+    """One compare case (verif/compare.py CASES) on the model: the figures compare.figures
+    takes from an RTL run, under the same keys."""
+    wall0 = time.monotonic()
+    sc = _scenario(case, tname)
+    rtt = base_rtt_us(sc, tname, seed)
+    cfg = _rtl_config(sc, rtt)
+    sim, net, run = _rtl_system(sc, tname, seed, cfg, True)
+    writes = sc.writes()
+    for i, (h, q, size) in enumerate(writes):
+        run.post(h, Write(i + 1, q, sc.peers(h)[q], size), i * sc.post_gap_us * 1000)
+    failures = sc.failures(net, 0.0)
+    for f in failures:
+        for at, down in ((f.at_ns, True), (f.until_ns, False)):
+            if at is not None:
+                sim.at(at, lambda f=f, down=down: [lk.set_down(down) for lk in f.links])
+    run.run(sc.timeout_us * 1000 * 20)
+    flows = list(run.writes.values())
+    end = max(w.done_ns for w in flows)
+    fct = [(w.done_ns - w.posted_ns) / 1000 for w in flows]
+    total = sum(w.size for w in flows)
+    out = {"case": case, "transport": tname, "seed": seed, "base_rtt_us": rtt,
+           "goodput_gbps": total * 8 / end, **fct_figures(fct), "fct_us": sorted(fct),
+           "retransmissions": sum(n.retransmissions() for n in run.nics.values()),
+           "done_us": end / 1000, "events": sim.events}
+    if failures:
+        dead = 0
+        layout = EvLayout(sc.planes, sc.spines)
+        for f in failures:
+            paths = {layout.path(layout.make(pl, sp)) for pl, sp in f.paths}
+            stop = f.until_ns if f.until_ns is not None else float("inf")
+            dead += sum(1 for n in run.nics.values() for t, _, ev, _ in n.sends
+                        if f.at_ns <= t < stop and layout.path(ev) in paths)
+        out["dead_path_packets"] = dead
+    if sc.name == "incast":
+        out["victim_share"] = _victim_share(sc, run, cfg)
+    out["wall_s"] = time.monotonic() - wall0
+    return out
+
+
+def _victim_share(sc, run: _Run, cfg: NicConfig) -> float:
+    """The incast victim's rate over its fair share, as scenarios.Incast.check takes it."""
+    src, dst = sc.victim
+    frames = [(t, n) for t, s, q, n, _ in run.nics[dst].arrivals
+              if s == src and q == sc.victim_qp]
+    size = sc.victim_size
+    span_ns = frames[-1][0] - frames[0][0]
+    gbps = (size - min(sc.mtu, size)) * 8 / span_ns
+    full = cfg.mtu + cfg.data_overhead - wire.ETH_WIRE_OVERHEAD
+    return gbps / sc.fair_share_gbps(sc.mtu / full)
+
+
+# --- the fat tree ------------------------------------------------------------------------------
+
+#: what a trim does to the window (FatTreeRun.trim_cut)
+TRIM_CUTS = ("half", "packet")
+
+
+@dataclass(frozen=True)
+class FatTreeRun:
+    """The fat-tree scenario's settings (uet-htsim's load-balancing validation, by default)."""
+    k: int = 16
+    gbps: float = 100.0
+    hop_ns: float = 1000.0
+    size: int = 2_000_000
+    evs: int = 128
+    mtu: int = 4096
+    degraded: int = 0
+    ratio: float = 0.1
+    #: queues and ECN in bandwidth-delay products of the network's RTT
+    queue_bdp: float = 1.0
+    ecn_lo: float = 0.2
+    ecn_hi: float = 0.8
+    #: the writes: a permutation of every host, or this many hosts writing (the rest idle)
+    flows: int | None = None
+    #: what a trim does to the window: "half", the NIC's (rel_model.Congestion); or
+    #: "packet", Ultra Ethernet NSCC's (one packet less), a what-if the gateware does not do
+    trim_cut: str = "half"
+
+    def __post_init__(self):
+        if not isinstance(self.k, int) or self.k < 2 or self.k % 2:
+            raise ValueError(f"a fat tree's k is even and at least 2, not {self.k!r}")
+        checks = [(0 <= self.degraded <= self.k // 2,
+                   f"{self.degraded} degraded links asked for; pod 0's Agg 0 has {self.k // 2}"),
+                  (0 < self.ratio <= 1, f"ratio is a fraction of a link's rate, above 0 and at "
+                                        f"most 1, not {self.ratio}"),
+                  (self.size >= 1, f"a write is at least 1 byte, not {self.size}"),
+                  (self.evs >= 1, f"a QP needs at least 1 EV, not {self.evs}"),
+                  (self.flows is None or 1 <= self.flows <= self.hosts(),
+                   f"flows is 1 .. {self.hosts()}, not {self.flows}"),
+                  (self.trim_cut in TRIM_CUTS,
+                   f"trim_cut is one of {TRIM_CUTS}, not {self.trim_cut!r}"),
+                  (self.gbps > 0 and self.hop_ns >= 0, "a link's rate is above 0 and its "
+                                                       "latency at least 0")]
+        for ok, why in checks:
+            if not ok:
+                raise ValueError(why)
+
+    def hosts(self) -> int:
+        return self.k ** 3 // 4
+
+    def net_rtt_ns(self, cfg: NicConfig) -> float:
+        """A full packet out and its SACK back between pods, unloaded, the network's part."""
+        ns = 8 / self.gbps
+        return 12 * self.hop_ns + 6 * (self.mtu + cfg.data_overhead) * ns + 6 * cfg.ctrl_bytes * ns
+
+
+@dataclass
+class PacketTrimCongestion(Congestion):
+    """NSCC as Ultra Ethernet's simulator has it on a trim: the window loses the trimmed
+    packet's bytes (here an MTU), where the NIC halves it. Not the gateware's: the scale
+    model's what-if."""
+    mtu: int = 4096
+
+    def trimmed(self, cwnd: int) -> int:
+        return max(cwnd - self.mtu, self.cwnd_min)
+
+
+
+def _fattree_config(r: FatTreeRun) -> NicConfig:
+    """The NICs' registers for the fat tree, by the rules the RTL scenarios follow
+    (scenarios.Scenario): NSCC's target 1.5 base RTTs, a first window of one bandwidth-delay
+    product, the receiver's share 1.5 of it; and, scaled to this fabric, the timers and the
+    reordering a SACK hole must outlast: a packet sprayed onto another path may be overtaken
+    by a whole queue (``rel.reorder``, in packets) or a base RTT (``rel.reo_wnd``)."""
+    cfg = NicConfig(mtu=r.mtu)
+    rtt_ns = r.net_rtt_ns(cfg) + 2 * cfg.nic_delay_ns
+    rtt = round(rtt_ns / cfg.clock_ns)
+    bdp = round(r.gbps * rtt_ns / 8)
+    cc = dict(target_rtt=round(1.5 * rtt), cwnd_init=bdp, rcv_wnd=round(1.5 * bdp),
+              cwnd_max=4 * bdp)
+    cfg.cc = Congestion(**cc) if r.trim_cut == "half" else PacketTrimCongestion(**cc,
+                                                                                mtu=r.mtu)
+    cfg.share_period = round(1.5 * rtt)
+    cfg.rto_min = min(4 * rtt, 60000)
+    cfg.rto_max = 60000
+    cfg.reorder = math.ceil(r.queue_bdp * r.gbps * r.net_rtt_ns(cfg) / 8
+                            / (r.mtu + cfg.data_overhead))
+    cfg.reo_wnd = rtt
+    cfg.probe_interval = rtt // 2
+    return cfg
+
+
+def _fattree_link(r: FatTreeRun, cfg: NicConfig, slow: set):
+    pkt = r.mtu + cfg.data_overhead
+    bdp = r.gbps * r.net_rtt_ns(cfg) / 8
+    queue = math.ceil(r.queue_bdp * bdp / pkt) * pkt
+
+    def link(a, b):
+        f = r.ratio if (a, b) in slow else 1.0
+        return dict(gbps=r.gbps * f, latency_ns=r.hop_ns, queue_bytes=round(queue * f),
+                    ecn_lo=round(r.ecn_lo * bdp * f), ecn_hi=round(r.ecn_hi * bdp * f))
+    return link
+
+
+def permutation(hosts: int, seed: int, flows: int | None = None) -> list[tuple[int, int]]:
+    """(source, destination) pairs: a random permutation with no host writing to itself."""
+    rng = random.Random(f"{seed}-permutation")
+    dst = list(range(hosts))
+    rng.shuffle(dst)
+    for i in range(hosts):
+        if dst[i] == i:
+            j = (i + 1) % hosts
+            dst[i], dst[j] = dst[j], dst[i]
+    pairs = list(enumerate(dst))
+    return pairs if flows is None else pairs[:flows]
+
+
+def _fattree_system(r: FatTreeRun, tname: str, seed: int, pairs, cfg: NicConfig):
+    sim = Sim()
+    # (the links from Agg 0's cores down to it, as FatTree numbers them)
+    slow = {(("core", 0, j), ("agg", 0, 0)) for j in range(r.degraded)}
+    net = FatTree(sim, r.k, _fattree_link(r, cfg, slow), seed, header_bytes=cfg.ctrl_bytes)
+    t = transport(tname)
+    run = _Run(sim)
+    for src, dst in pairs:
+        rng = random.Random(f"{seed}-ev-{src}")
+        n = 1 if t.single_path else r.evs
+        evs = [rng.getrandbits(32) for _ in range(n)]
+        run.nics[src] = ScaleNic(sim, net, src, 1, {0: dst}, {0: [(e, 0, e) for e in evs]}, t,
+                                 cfg, seed, on_done=run.done)
+    receivers = {d for _, d in pairs} - set(run.nics)
+    for d in receivers:
+        run.nics[d] = ScaleNic(sim, net, d, 1, {}, {}, t, cfg, seed)
+    return sim, net, run
+
+
+def ideal_us(r: FatTreeRun) -> float:
+    """One write of ``r.size`` alone on the idle fabric, from pod 0 to the last pod."""
+    hosts = r.hosts()
+    sim, _, run = _fattree_system(replace(r, degraded=0), "mrc", 1, [(0, hosts - 1)],
+                                  _fattree_config(replace(r, trim_cut="half")))
+    run.post(0, Write(1, 0, hosts - 1, r.size), 0.0)
+    run.run(1e9)
+    w = run.writes[(0, 1)]
+    return (w.done_ns - w.posted_ns) / 1000
+
+
+def run_fattree(r: FatTreeRun, tname: str, seed: int, progress=None) -> dict:
+    """The permutation on the fat tree: every write's completion time, and over the ideal."""
+    wall0 = time.monotonic()
+    cfg = _fattree_config(r)
+    pairs = permutation(r.hosts(), seed, r.flows)
+    sim, net, run = _fattree_system(r, tname, seed, pairs, cfg)
+    for i, (src, dst) in enumerate(pairs):
+        run.post(src, Write(i + 1, 0, dst, r.size), 0.0)
+    run.run(1e9)
+    ideal = ideal_us(r)
+    fct = sorted((w.done_ns - w.posted_ns) / 1000 for w in run.writes.values())
+    fig = fct_figures(fct)
+    c = net.totals()
+    return {"transport": tname, "seed": seed, "settings": r.__dict__, "ideal_us": ideal,
+            **fig, "fct_us": fct,
+            "p50_over_ideal": fig["fct_p50_us"] / ideal,
+            "p99_over_ideal": fig["fct_p99_us"] / ideal,
+            "tail_over_ideal": fig["fct_max_us"] / ideal,
+            "retransmissions": sum(n.retransmissions() for n in run.nics.values()),
+            "trimmed": c["trimmed"], "ecn_marked": c["ecn_marked"],
+            "events": sim.events, "wall_s": time.monotonic() - wall0}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mrcnic.verif.scale_model",
+                                 description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    ft = sub.add_parser("fattree", help="the 1024-host fat-tree permutation")
+    ft.add_argument("--k", type=int, default=16)
+    ft.add_argument("--degraded", type=int, default=0)
+    ft.add_argument("--ratio", type=float, default=0.1)
+    ft.add_argument("--size", type=int, default=2_000_000)
+    ft.add_argument("--flows", type=int, default=None)
+    ft.add_argument("--trim-cut", default="half", choices=TRIM_CUTS,
+                    help="what a trim does to the window: the NIC's (half) or one packet less "
+                         "(Ultra Ethernet NSCC's; a what-if)")
+    rt = sub.add_parser("rtl", help="a case of the RTL comparison (verif/compare.py)")
+    rt.add_argument("case")
+    for p in (ft, rt):
+        p.add_argument("--transport", default="mrc", choices=list(TRANSPORTS))
+        p.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    if a.what == "fattree":
+        try:
+            r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, size=a.size, flows=a.flows,
+                           trim_cut=a.trim_cut)
+        except ValueError as e:
+            ap.error(str(e))
+        out = run_fattree(r, a.transport, a.seed)
+    else:
+        from mrcnic.verif.compare import CASES
+        if a.case not in CASES:
+            ap.error(f"no case {a.case!r}; cases are {', '.join(CASES)}")
+        out = run_rtl_case(a.case, a.transport, a.seed)
+    out.pop("fct_us")
+    json.dump(out, sys.stdout, indent=1, default=str)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The scale model's EV choice for one QP: what ``hdl/spray_scheduler.py`` decides, at the
+speed a 128-EV profile sprayed over a 1024-host fabric needs.
+
+ROUNDS (MRC): planes in turn among the ready ones; within a plane, every eligible EV once a
+round, in an order drawn afresh each round; an EV on a held path is passed over while its
+plane has another; SKIP lasts the next ``profile size`` grants; ASSUMED_BAD until a probe
+brings it back, and a retired path takes every GOOD EV on it (never the QP's last). RANDOM
+(blind spraying): plane and EV drawn afresh for every packet. With EV health off nothing
+changes an EV's state, which is what the NIC's rel.ev_health does.
+"""
+
+from __future__ import annotations
+
+import random
+
+from mrcnic.enums import EvState, SprayMode
+
+__all__ = ["Spray"]
+
+GOOD, SKIP, BAD = EvState.GOOD, EvState.SKIP, EvState.ASSUMED_BAD
+
+
+class Spray:
+    """EVs ``evs`` (entry ``i`` on plane ``plane_of[i]``, path ``path_of[i]``)."""
+
+    def __init__(self, evs: list[int], plane_of: list[int], path_of: list, mode: SprayMode,
+                 rng: random.Random, health: bool = True):
+        self.evs, self.plane_of, self.path_of = list(evs), list(plane_of), list(path_of)
+        self.mode, self.rng, self.health = SprayMode(mode), rng, health
+        self.n = len(self.evs)
+        self.state = [GOOD] * self.n
+        self.until = [0] * self.n             # SKIP: the grant count it lasts to
+        self.grants = 0
+        self.planes = sorted(set(self.plane_of))
+        self.members = {p: [i for i in range(self.n) if self.plane_of[i] == p] for p in self.planes}
+        self.order = {p: [] for p in self.planes}
+        self.pos = dict.fromkeys(self.planes, 0)
+        self.turn = 0
+        self.probe_at = 0                     # the next ASSUMED_BAD entry a probe tries
+
+    def _good(self, i: int) -> bool:
+        st = self.state[i]
+        if st is SKIP and self.grants >= self.until[i]:
+            self.state[i] = st = GOOD
+        return st is GOOD
+
+    def _in_plane(self, p: int, held, avoid) -> int | None:
+        """The plane's next eligible entry this round (a new round once it is used up)."""
+        members = self.members[p]
+        order, pos = self.order[p], self.pos[p]
+        # first pass: GOOD, not held, not avoided; then GOOD; then anything not ASSUMED_BAD
+        for _ in range(2 * len(members) + 1):
+            if pos >= len(order):
+                order = self.order[p] = self.rng.sample(members, len(members))
+                pos = 0
+            i = order[pos]
+            pos += 1
+            if self._good(i) and i != avoid and not (held and self.path_of[i] in held):
+                self.pos[p] = pos
+                return i
+        good = [i for i in members if self._good(i)]
+        pick = [i for i in good if i != avoid] or good
+        self.pos[p] = pos
+        return self.rng.choice(pick) if pick else None
+
+    def pick(self, ready: list[int], held=None, avoid: int | None = None) -> int | None:
+        """The entry the next packet takes, on one of the ``ready`` planes (None: no plane is
+        ready); ``held``: paths to pass over while the plane has another EV; ``avoid``: the
+        entry that lost the packet being sent again."""
+        if not ready:
+            return None
+        self.grants += 1
+        if self.mode is SprayMode.RANDOM:
+            p = ready[0] if len(ready) == 1 else self.rng.choice(ready)
+            members = self.members[p]
+            i = self.rng.choice(members)
+            if i == avoid and len(members) > 1:
+                i = self.rng.choice([m for m in members if m != avoid])
+            return i
+        planes = self.planes
+        for k in range(len(planes)):
+            p = planes[(self.turn + k) % len(planes)]
+            if p not in ready:
+                continue
+            i = self._in_plane(p, held, avoid)
+            if i is not None:
+                self.turn = (planes.index(p) + 1) % len(planes)
+                return i
+        # every EV of the ready planes ASSUMED_BAD: the first of them (its probe decides)
+        p = ready[0]
+        return self.members[p][0]
+
+    def update(self, index: int, state: EvState) -> None:
+        if not self.health:
+            return
+        if state is SKIP:
+            if self.state[index] is GOOD:
+                self.state[index] = SKIP
+                self.until[index] = self.grants + self.n
+        else:
+            self.state[index] = state
+
+    def retire_path(self, index: int) -> None:
+        """ASSUMED_BAD with path: every GOOD EV on entry ``index``'s path, unless that leaves
+        the QP none."""
+        if not self.health:
+            return
+        path = self.path_of[index]
+        on = [i for i in range(self.n) if self.path_of[i] == path and self._good(i)]
+        if len(on) < sum(1 for i in range(self.n) if self._good(i)):
+            for i in on:
+                self.state[i] = BAD
+
+    def bad(self) -> list[int]:
+        return [i for i in range(self.n) if self.state[i] is BAD]
+
+    def next_probe(self) -> int | None:
+        """The ASSUMED_BAD entry the next probe tries, in turn; None if there is none."""
+        bad = self.bad()
+        if not bad:
+            return None
+        i = next((b for b in bad if b >= self.probe_at), bad[0])
+        self.probe_at = i + 1
+        return i
