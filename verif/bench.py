@@ -6,7 +6,9 @@ line utilisation of tb_line_rate; ``failover_us``, ``failover_rtts`` and
 ``fct_inflation_linkdown`` from the two-NIC system; ``system_sim_kcycles_per_s`` and
 ``incast_sim_kcycles_per_s``, how fast the simulations themselves run; block ``linerate``: one
 QP's 1 MiB write alone, ``line_rate_fraction_1mib``; block ``compare``: MRC beside single-path
-RoCE and blind spraying; both in verif/compare.py, which writes docs/results.md) along with
+RoCE and blind spraying; both in verif/compare.py, which writes docs/results.md; block
+``scale``: the scale model's fat tree and its agreement with the RTL, verif/scale_sweep.py,
+which writes docs/scale.md) along with
 how each was measured. ``--baseline DIR`` runs the same two simulations from another checkout
 (its own builds, under DIR/build) and reports their speed beside ours.
 """
@@ -24,7 +26,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from mrcnic.verif import builds, compare, failover_sweep, harness
+from mrcnic.verif import builds, compare, failover_sweep, harness, scale_sweep
 from mrcnic.verif.tbkit import CLOCK_NS
 
 BLOCKS = {"system": ("system", builds.nic_system),
@@ -37,7 +39,8 @@ BLOCKS = {"system": ("system", builds.nic_system),
           "rx": ("rx", builds.rx),
           "synth": ("synth", None),
           "linerate": ("linerate", None),
-          "compare": ("compare", None)}
+          "compare": ("compare", None),
+          "scale": ("scale", None)}
 PAYLOADS = [64, 1024, 4096]
 TX_PAYLOADS = {64: [64, 1024, 4096], 512: [1024, 4096]}
 TX_PACKETS = {64: 512, 1024: 256, 4096: 128}    # 32 KiB .. 512 KiB of payload
@@ -285,6 +288,11 @@ def main(argv=None) -> int:
         if dut == "compare":
             t0 = time.monotonic()
             compare.bench(results, os.cpu_count() or 1, docs=harness.ROOT / "docs")
+            print(f"  ({block}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
+            continue
+        if dut == "scale":
+            t0 = time.monotonic()
+            scale_sweep.bench(results, os.cpu_count() or 1, docs=harness.ROOT / "docs")
             print(f"  ({block}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
             continue
         if dut == "synth":
