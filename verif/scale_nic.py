@@ -258,7 +258,8 @@ class ScaleNic:
         s = rel.q[t.qp]
         if tries == 0 and s.una == s.nxt:
             t.tstart = self.sim.now          # the first in flight starts the clock
-        held = rel.suspect[t.qp] if s.hold is not None else None
+        # (the holds reach the spray only with EV health, as rel.ev_health gates them)
+        held = rel.suspect[t.qp] if s.hold is not None and self.t.ev_health else None
         planes = rel.planes_for(t.qp, (1 << len(self.planes)) - 1)
         ok = [p for p in ready if planes >> p & 1] or ready
         i = t.spray.pick(ok, held, avoid)
