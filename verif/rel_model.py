@@ -16,6 +16,11 @@ PSN_MOD = 1 << 24
 TIME_MOD = 1 << 16        # the TX timestamp counter wraps
 
 
+def retransmitted(counters: dict) -> int:
+    """Packets a NIC sent again, for whatever reason, from its ``rel.*`` counters."""
+    return counters["rtx_sack"] + counters["rtx_trim"] + counters["rtx_timeout"]
+
+
 @dataclass
 class Sent:
     psn: int

@@ -62,12 +62,12 @@ class Sim:
 
 class Packet:
     """One packet: its route (the ports it crosses, in order) and what the NICs read."""
-    __slots__ = ("kind", "src", "dst", "qp", "psn", "ev", "size", "payload", "ce", "trimmed",
+    __slots__ = ("kind", "src", "dst", "qp", "psn", "ev", "size", "ce", "trimmed",
                  "ts", "route", "hop", "plane", "ack", "rtx", "last")
 
-    def __init__(self, kind, src, dst, qp, psn, ev, size, payload=0, ts=0, ack=None, rtx=False):
+    def __init__(self, kind, src, dst, qp, psn, ev, size, ts=0, ack=None, rtx=False):
         self.kind, self.src, self.dst, self.qp, self.psn, self.ev = kind, src, dst, qp, psn, ev
-        self.size, self.payload, self.ts, self.ack, self.rtx = size, payload, ts, ack, rtx
+        self.size, self.ts, self.ack, self.rtx = size, ts, ack, rtx
         self.ce = False
         self.trimmed = False
         self.route = None
@@ -94,11 +94,6 @@ class Port:
         self.epoch = 0
         self.deliver = None
         self.count = Counter()
-        self.log: list | None = None          # (time ns, EV) of each data packet, if kept
-
-    def queued(self, now: float) -> float:
-        """The bytes waiting (the one being sent included) at ``now``."""
-        return max(self.free_at - now, 0.0) / self.ns_per_byte
 
     def offer(self, pkt: Packet) -> None:
         now = self.sim.now
@@ -134,8 +129,6 @@ class Port:
             self.count["dropped_down"] += 1        # on the wire when the link died
             return
         self.count["delivered"] += 1
-        if self.log is not None and pkt.kind == DATA:
-            self.log.append((self.sim.now, pkt.ev))
         self.deliver(pkt)
 
     def set_down(self, down: bool) -> None:

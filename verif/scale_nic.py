@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 
 from mrcnic import wire
 from mrcnic.enums import EvState, RelMode
+from mrcnic.hdl.reorder_tracker import SACK_BITS
 from mrcnic.transports import Transport
-from mrcnic.verif.rel_model import PSN_MOD, TIME_MOD, Congestion, Sender
+from mrcnic.verif.rel_model import PSN_MOD, TIME_MOD, Congestion, Sender, retransmitted
 from mrcnic.verif.scale_net import ACK, DATA, NACK, PROBE, Packet, Sim
 from mrcnic.verif.scale_spray import Spray
 
 __all__ = ["NicConfig", "ScaleNic", "Write"]
 
-SACK_BITS = 64
-MASK64 = (1 << SACK_BITS) - 1
+SACK_MASK = (1 << SACK_BITS) - 1
 
 
 @dataclass
@@ -132,7 +132,6 @@ class ScaleNic:
         self.engine_ns = 1 / sum(1 / pt.ns_per_byte for pt in self.ports)
         self.sends: list | None = [] if record_sends else None        # (ns, qp, ev, rtx)
         self.arrivals: list | None = [] if record_arrivals else None  # (ns, src, qp, bytes, rtx)
-        self.counts = {"nacks_sent": 0, "sacks_sent": 0, "probes": 0, "beyond": 0}
         fabric.attach(host, self._receive)
         if transport.ev_health and cfg.probe_interval:
             sim.at(cfg.probe_interval * cfg.clock_ns, self._probe_tick)
@@ -189,9 +188,10 @@ class ScaleNic:
             self.wake_at = t
             self.sim.at(t, self._send)
 
-    def _engine(self, size: int) -> None:
-        """The engine is busy with a frame of ``size`` wire bytes (its own bytes alone)."""
-        self.engine_at = self.sim.now + (size - wire.ETH_WIRE_OVERHEAD) * self.engine_ns
+    def _engine(self, size: int, start: float) -> None:
+        """The engine is busy from ``start`` with a frame of ``size`` wire bytes (its own
+        bytes alone)."""
+        self.engine_at = start + (size - wire.ETH_WIRE_OVERHEAD) * self.engine_ns
 
     def _one(self, ready) -> bool | None:
         """The next QP in turn with something to send sends it: True; False if none has;
@@ -231,10 +231,9 @@ class ScaleNic:
             if i is not None and t.spray.plane_of[i] in ready:
                 ev = t.spray.evs[i]
                 rel.probed(t.qp, i, ev)
-                self.counts["probes"] += 1
                 self._out(Packet(PROBE, self.host, t.dst, t.qp, s.nxt, ev, self.cfg.ctrl_bytes,
                                  ts=self.cycles()), t.spray.plane_of[i])
-                self._engine(self.cfg.ctrl_bytes)
+                self._engine(self.cfg.ctrl_bytes, self.sim.now)
                 return True
         if t.writes and rel.can_send(t.qp, t.nxt):
             self._data(t, t.nxt, ready, None, tries=0)
@@ -267,13 +266,13 @@ class ScaleNic:
         now = self.cycles()
         rel.sent(t.qp, psn, ev, i, last, wr_id, tries, length, now)
         pkt = Packet(DATA, self.host, t.dst, t.qp, psn, ev, length + cfg.data_overhead,
-                     payload=length, ts=now, rtx=tries > 0)
+                     ts=now, rtx=tries > 0)
         pkt.last = last
         t.sent_ns[psn] = self.sim.now
         if self.sends is not None:
             self.sends.append((self.sim.now, t.qp, ev, tries > 0))
         self._out(pkt, t.spray.plane_of[i])
-        self._engine(pkt.size)
+        self._engine(pkt.size, self.sim.now)
         self._arm(t)
 
     def _out(self, pkt: Packet, plane: int) -> None:
@@ -387,7 +386,6 @@ class ScaleNic:
             self._sack(pkt, r, pkt.psn)           # a duplicate: at once
             return
         if diff >= self.cfg.window:
-            self.counts["beyond"] += 1
             self._reply(pkt, NACK, pkt.psn, int(wire.NackReason.PSN_OOR_WINDOW))
             return
         r.mask |= 1 << diff
@@ -425,21 +423,18 @@ class ScaleNic:
         r.pending = 0
         rel = (trig - r.base) % PSN_MOD
         off = (rel // SACK_BITS) * SACK_BITS if rel < self.cfg.window and not pr else 0
-        bitmap = (r.mask >> off) & MASK64
+        bitmap = (r.mask >> off) & SACK_MASK
         m = int(wire.SackMark.SKIP_ONCE if pkt.ce else wire.SackMark.NONE)
-        self.counts["sacks_sent"] += 1
         self._reply(pkt, ACK, trig, (r.base, off, bitmap, m, pr, self._pen()))
 
     def _reply(self, pkt: Packet, kind: int, psn: int, what) -> None:
-        if kind == NACK:
-            self.counts["nacks_sent"] += 1
         out = Packet(kind, self.host, pkt.src, pkt.qp, psn, pkt.ev, self.cfg.ctrl_bytes,
                      ts=pkt.ts, ack=what)
         out.plane = pkt.plane           # (it leaves on the plane the packet came in on)
         # The TX engine builds it, between data frames: it waits for the engine, and the
         # engine's next data frame for it.
         at = max(self.sim.now, self.engine_at)
-        self.engine_at = at + (out.size - wire.ETH_WIRE_OVERHEAD) * self.engine_ns
+        self._engine(out.size, at)
         if at > self.sim.now:
             self.sim.at(at, self.fabric.send, out)
         else:
@@ -448,5 +443,4 @@ class ScaleNic:
     # --- what it did ---------------------------------------------------------------------------
 
     def retransmissions(self) -> int:
-        c = self.rel.counters
-        return c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"]
+        return retransmitted(self.rel.counters)

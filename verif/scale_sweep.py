@@ -165,9 +165,6 @@ def rtl_figures(case: str, transport: str, seeds, root: Path, jobs: int = 2,
         res = root / case / transport / str(s) / "results.json"
         if res.exists():
             out[s] = compare.figures(json.loads(res.read_text()))
-            r = json.loads(res.read_text())
-            if "victim" in r:
-                out[s]["victim_share"] = r["victim"]["share"]
         else:
             todo.append(s)
     if todo:

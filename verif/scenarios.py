@@ -11,6 +11,7 @@ from mrcnic import wire
 from mrcnic.evmap import EvLayout
 from mrcnic.transports import transport
 from mrcnic.verif.network import Failure, LinkConfig, Network
+from mrcnic.verif.rel_model import retransmitted
 from mrcnic.verif.tbkit import CLOCK_NS
 
 __all__ = ["Scenario", "SCENARIOS", "retransmissions"]
@@ -20,7 +21,7 @@ KIB = 1024
 
 def retransmissions(results: dict) -> int:
     """Packets the NICs of a system run sent again, for whatever reason."""
-    return sum(c["rtx_sack"] + c["rtx_trim"] + c["rtx_timeout"] for c in results["rel"])
+    return sum(retransmitted(c) for c in results["rel"])
 
 
 @dataclass

@@ -201,7 +201,7 @@ def test_the_receivers_sacks_are_the_reorder_trackers():
     order += rng.sample(range(200), 20)            # duplicates
     order = order[:150] + sorted(order[150:])
     for i, psn in enumerate(order):
-        sim.at(i * 1000.0, nic._take, Packet(DATA, 0, 1, 0, psn, 0, 1200, payload=1024))
+        sim.at(i * 1000.0, nic._take, Packet(DATA, 0, 1, 0, psn, 0, 1200))
     sim.run(until=len(order) * 1000.0)
     assert len(replies) == len(order)
     for psn, got in zip(order, replies, strict=True):
