@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from .mgmt import MgmtClient, Status, StatusError
 from .regmap import Access, Register
+from .transports import flow_path
 
 __all__ = ["BASE", "SIM_ID", "MAX_PLANES", "HOST_WORDS", "SEND_BASE", "RECV_BASE", "REGION",
            "entry_path",
+           "profile_paths",
            "REGISTERS", "by_name", "link_word",
            "down_bit", "NotSimulation", "SimClient"]
 
@@ -43,6 +45,17 @@ def entry_path(index: int, planes: int, spines: int) -> tuple[int, int]:
     """(plane, spine) of entry ``index`` of every QP's EV profile as the simulation loads it:
     planes in turn, then spines, so each path carries the same share."""
     return index % planes, (index // planes) % spines
+
+
+def profile_paths(src_ip: int, dst_ip: int, qp: int, entries: int, planes: int, spines: int,
+                  single_path: bool) -> list[tuple[int, int]]:
+    """(plane, spine) of each entry of a QP's EV profile as the simulation loads it: for a
+    single-path transport one entry, on the path a hash of the flow gives
+    (:func:`mrcnic.transports.flow_path`); else ``entries``, each on :func:`entry_path`."""
+    if single_path:
+        path = flow_path(src_ip, dst_ip, qp, planes * spines)
+        return [(path % planes, path // planes)]
+    return [entry_path(i, planes, spines) for i in range(entries)]
 
 
 def _r(name, offset, width, access, doc):

@@ -27,7 +27,7 @@ from mrcnic.evmap import EvLayout
 from mrcnic.transports import TRANSPORTS
 from mrcnic.verif import builds, harness
 from mrcnic.verif.failover_sweep import parse_seeds, percentile
-from mrcnic.verif.scenarios import KIB, retransmissions
+from mrcnic.verif.scenarios import KIB, onto_dead_paths, retransmissions
 
 
 @dataclass(frozen=True)
@@ -73,15 +73,12 @@ def figures(r: dict) -> dict:
     flows = [f for f in r["flows"] if f["posted_us"] >= 0]          # (not the warm-up ping)
     fct = [f["done_us"] - f["posted_us"] for f in flows]
     data = {int(op) for op in wire.DATA_OPCODES}
-    layout = EvLayout(r["planes"], r["spines"])
-    dead = 0
-    for f in r["failures"]:
-        paths = {layout.path(layout.make(pl, sp)) for pl, sp in f["paths"]}
-        start = f["at_us"] - r["t0_us"]
-        end = float("inf") if f["until_us"] is None else f["until_us"] - r["t0_us"]
-        dead += sum(1 for sent in r["sent"].values()
-                    for t, _, ev, op, _, _, _ in sent
-                    if op in data and start <= t < end and layout.path(ev) in paths)
+    outages = [(f["at_us"] - r["t0_us"],
+                None if f["until_us"] is None else f["until_us"] - r["t0_us"], f["paths"])
+               for f in r["failures"]]
+    sends = [(t, ev) for sent in r["sent"].values() for t, _, ev, op, _, _, _ in sent
+             if op in data]
+    dead = onto_dead_paths(EvLayout(r["planes"], r["spines"]), outages, sends)
     out = {"goodput_gbps": r["goodput_gbps"], "fct_p50_us": statistics.median(fct),
            "fct_p99_us": percentile(fct, 99), "fct_us": sorted(fct),
            "retransmissions": retransmissions(r),

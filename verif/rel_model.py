@@ -63,9 +63,10 @@ class Congestion:
             top = min(top, receiver_share(self.rcv_wnd, pen))
         return max(min(cwnd, top), self.cwnd_min), cut
 
-    def trimmed(self, cwnd: int) -> int:
-        """The window after a NACK for a trimmed packet: a full queue, so it halves."""
-        return max(cwnd - (cwnd >> 1), self.cwnd_min)
+    def trimmed(self, cwnd: int, length: int) -> int:
+        """The window after a NACK for a trimmed packet of ``length`` payload bytes: it gives
+        them up (NSCC's answer to a trim)."""
+        return max(cwnd - length, self.cwnd_min)
 
 
 @dataclass
@@ -388,8 +389,8 @@ class Sender:
         if psn not in s.out:
             self.counters["stale"] += 1
             return o
-        s.cwnd = self.cc.trimmed(s.cwnd)
         r = self._record(s, psn)
+        s.cwnd = self.cc.trimmed(s.cwnd, r.length)
         r.trimmed = True
         blame = reason == wire.NackReason.TRIMMED and r.ev == entropy
         # (too few packets after it for a SACK hole to show it: it would wait for a timeout)

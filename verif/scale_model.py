@@ -33,14 +33,14 @@ from dataclasses import dataclass, replace
 
 from mrcnic import wire
 from mrcnic.evmap import EvLayout
-from mrcnic.simctl import entry_path
-from mrcnic.transports import TRANSPORTS, flow_path, transport
+from mrcnic.simctl import profile_paths
+from mrcnic.transports import TRANSPORTS, transport
 from mrcnic.verif.fabric import nic_ip
 from mrcnic.verif.failover_sweep import percentile
 from mrcnic.verif.rel_model import Congestion
 from mrcnic.verif.scale_net import FatTree, LeafSpine, Sim
 from mrcnic.verif.scale_nic import NicConfig, ScaleNic, Write
-from mrcnic.verif.scenarios import SCENARIOS
+from mrcnic.verif.scenarios import SCENARIOS, onto_dead_paths
 from mrcnic.verif.tbkit import CLOCK_NS
 
 __all__ = ["FatTreeRun", "run_fattree", "run_rtl_case", "fct_figures"]
@@ -120,16 +120,9 @@ def _rtl_system(sc, tname: str, seed: int, cfg: NicConfig, record: bool):
         profiles = {}
         for q, peer in peers.items():
             rng = random.Random(f"{seed}-ev-{h}-{q}")
-            if t.single_path:
-                path = flow_path(nic_ip(h), nic_ip(peer), q, P * S)
-                plane, spine = path % P, path // P
-                ev = layout.make(plane, spine, rng.getrandbits(32))
-                profiles[q] = [(ev, plane, layout.path(ev))]
-            else:
-                profiles[q] = []
-                for i in range(RTL_BUILD["evs"]):
-                    ev = layout.make(*entry_path(i, P, S), rng.getrandbits(32))
-                    profiles[q].append((ev, layout.plane(ev), layout.path(ev)))
+            evs = [layout.make(pl, sp, rng.getrandbits(32)) for pl, sp in profile_paths(
+                nic_ip(h), nic_ip(peer), q, RTL_BUILD["evs"], P, S, t.single_path)]
+            profiles[q] = [(ev, layout.plane(ev), layout.path(ev)) for ev in evs]
         run.nics[h] = ScaleNic(sim, net, h, P, peers, profiles, t, cfg, seed, layout=layout,
                                on_done=run.done, record_sends=record, record_arrivals=record)
     return sim, net, run
@@ -173,37 +166,20 @@ def run_rtl_case(case: str, tname: str, seed: int) -> dict:
            "retransmissions": sum(n.retransmissions() for n in run.nics.values()),
            "done_us": end / 1000, "events": sim.events}
     if failures:
-        dead = 0
-        layout = EvLayout(sc.planes, sc.spines)
-        for f in failures:
-            paths = {layout.path(layout.make(pl, sp)) for pl, sp in f.paths}
-            stop = f.until_ns if f.until_ns is not None else float("inf")
-            dead += sum(1 for n in run.nics.values() for t, _, ev, _ in n.sends
-                        if f.at_ns <= t < stop and layout.path(ev) in paths)
-        out["dead_path_packets"] = dead
+        sends = [(t, ev) for n in run.nics.values() for t, _, ev, _ in n.sends]
+        out["dead_path_packets"] = onto_dead_paths(
+            EvLayout(sc.planes, sc.spines),
+            [(f.at_ns, f.until_ns, f.paths) for f in failures], sends)
     if sc.name == "incast":
-        out["victim_share"] = _victim_share(sc, run, cfg)
+        src, dst = sc.victim
+        frames = [(t / 1000, n - wire.ETH_WIRE_OVERHEAD)
+                  for t, s, q, n, _ in run.nics[dst].arrivals if s == src and q == sc.victim_qp]
+        out["victim_share"] = sc.victim_share(frames, sc.victim_size)["share"]
     out["wall_s"] = time.monotonic() - wall0
     return out
 
 
-def _victim_share(sc, run: _Run, cfg: NicConfig) -> float:
-    """The incast victim's rate over its fair share, as scenarios.Incast.check takes it."""
-    src, dst = sc.victim
-    frames = [(t, n) for t, s, q, n, _ in run.nics[dst].arrivals
-              if s == src and q == sc.victim_qp]
-    size = sc.victim_size
-    span_ns = frames[-1][0] - frames[0][0]
-    gbps = (size - min(sc.mtu, size)) * 8 / span_ns
-    full = cfg.mtu + cfg.data_overhead - wire.ETH_WIRE_OVERHEAD
-    return gbps / sc.fair_share_gbps(sc.mtu / full)
-
-
 # --- the fat tree ------------------------------------------------------------------------------
-
-#: what a trim does to the window (FatTreeRun.trim_cut)
-TRIM_CUTS = ("half", "packet")
-
 
 @dataclass(frozen=True)
 class FatTreeRun:
@@ -222,9 +198,6 @@ class FatTreeRun:
     ecn_hi: float = 0.8
     #: the writes: a permutation of every host, or this many hosts writing (the rest idle)
     flows: int | None = None
-    #: what a trim does to the window: "half", the NIC's (rel_model.Congestion); or
-    #: "packet", Ultra Ethernet NSCC's (one packet less), a what-if the gateware does not do
-    trim_cut: str = "half"
 
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 2 or self.k % 2:
@@ -237,8 +210,6 @@ class FatTreeRun:
                   (self.evs >= 1, f"a QP needs at least 1 EV, not {self.evs}"),
                   (self.flows is None or 1 <= self.flows <= self.hosts(),
                    f"flows is 1 .. {self.hosts()}, not {self.flows}"),
-                  (self.trim_cut in TRIM_CUTS,
-                   f"trim_cut is one of {TRIM_CUTS}, not {self.trim_cut!r}"),
                   (self.gbps > 0 and self.hop_ns >= 0, "a link's rate is above 0 and its "
                                                        "latency at least 0")]
         for ok, why in checks:
@@ -254,18 +225,6 @@ class FatTreeRun:
         return 12 * self.hop_ns + 6 * (self.mtu + cfg.data_overhead) * ns + 6 * cfg.ctrl_bytes * ns
 
 
-@dataclass
-class PacketTrimCongestion(Congestion):
-    """NSCC as Ultra Ethernet's simulator has it on a trim: the window loses the trimmed
-    packet's bytes (here an MTU), where the NIC halves it. Not the gateware's: the scale
-    model's what-if."""
-    mtu: int = 4096
-
-    def trimmed(self, cwnd: int) -> int:
-        return max(cwnd - self.mtu, self.cwnd_min)
-
-
-
 def _fattree_config(r: FatTreeRun) -> NicConfig:
     """The NICs' registers for the fat tree, by the rules the RTL scenarios follow
     (scenarios.Scenario): NSCC's target 1.5 base RTTs, a first window of one bandwidth-delay
@@ -278,8 +237,7 @@ def _fattree_config(r: FatTreeRun) -> NicConfig:
     bdp = round(r.gbps * rtt_ns / 8)
     cc = dict(target_rtt=round(1.5 * rtt), cwnd_init=bdp, rcv_wnd=round(1.5 * bdp),
               cwnd_max=4 * bdp)
-    cfg.cc = Congestion(**cc) if r.trim_cut == "half" else PacketTrimCongestion(**cc,
-                                                                                mtu=r.mtu)
+    cfg.cc = Congestion(**cc)
     cfg.share_period = round(1.5 * rtt)
     cfg.rto_min = min(4 * rtt, 60000)
     cfg.rto_max = 60000
@@ -338,7 +296,7 @@ def ideal_us(r: FatTreeRun) -> float:
     """One write of ``r.size`` alone on the idle fabric, from pod 0 to the last pod."""
     hosts = r.hosts()
     sim, _, run = _fattree_system(replace(r, degraded=0), "mrc", 1, [(0, hosts - 1)],
-                                  _fattree_config(replace(r, trim_cut="half")))
+                                  _fattree_config(r))
     run.post(0, Write(1, 0, hosts - 1, r.size), 0.0)
     run.run(1e9)
     w = run.writes[(0, 1)]
@@ -378,9 +336,6 @@ def main(argv=None) -> int:
     ft.add_argument("--ratio", type=float, default=0.1)
     ft.add_argument("--size", type=int, default=2_000_000)
     ft.add_argument("--flows", type=int, default=None)
-    ft.add_argument("--trim-cut", default="half", choices=TRIM_CUTS,
-                    help="what a trim does to the window: the NIC's (half) or one packet less "
-                         "(Ultra Ethernet NSCC's; a what-if)")
     rt = sub.add_parser("rtl", help="a case of the RTL comparison (verif/compare.py)")
     rt.add_argument("case")
     for p in (ft, rt):
@@ -389,8 +344,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.what == "fattree":
         try:
-            r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, size=a.size, flows=a.flows,
-                           trim_cut=a.trim_cut)
+            r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, size=a.size, flows=a.flows)
         except ValueError as e:
             ap.error(str(e))
         out = run_fattree(r, a.transport, a.seed)

@@ -66,11 +66,9 @@ class Task:
         return cls(**{**d, "run": FatTreeRun(**d["run"])})
 
     def fabric(self) -> str:
-        """The fat tree's state: healthy, or its degraded links and their rate (and the
-        what-if, if it is one)."""
+        """The fat tree's state: healthy, or its degraded links and their rate."""
         r = self.run
-        state = "healthy" if not r.degraded else f"{r.degraded} core links at {r.ratio:.0%}"
-        return state if r.trim_cut == "half" else f"{state}, what-if: trim -1 packet"
+        return "healthy" if not r.degraded else f"{r.degraded} core links at {r.ratio:.0%}"
 
     def label(self) -> str:
         if self.kind == "rtl":
@@ -243,11 +241,6 @@ def goals(runs: list[dict]) -> dict:
         f = t.run
         if (f.k, f.size, f.flows) != (16, 2_000_000, None):
             continue
-        if f.trim_cut != "half":
-            if (f.degraded, f.ratio) == (8, 0.1):
-                g.setdefault(f"tail_fct_ratio_{t.transport}_fattree1024_degraded_"
-                             "whatif_trim_packet", []).append(r["tail_over_ideal"])
-            continue
         suffix = "" if not f.degraded else (
             "_degraded" if (f.degraded, f.ratio) == (8, 0.1) else
             f"_degraded{round(f.ratio * 100)}" if f.degraded == 8 else None)
@@ -323,10 +316,8 @@ def plot(runs: list[dict], agree: dict | None, out: Path) -> list[Path]:
     return made
 
 
-def tasks_for(what, transports, seeds, degraded, ratios, sizes, k, flows,
-              whatif: bool = False) -> list[Task]:
-    """The sweep's tasks; ``whatif``: MRC on the fabric's first degraded state again with
-    Ultra Ethernet NSCC's response to a trim (scale_model.PacketTrimCongestion)."""
+def tasks_for(what, transports, seeds, degraded, ratios, sizes, k, flows) -> list[Task]:
+    """The sweep's tasks: the fat tree in every state asked for, and the RTL's cases."""
     from mrcnic.verif.compare import CASES
     tasks = []
     if "fattree" in what:
@@ -337,10 +328,6 @@ def tasks_for(what, transports, seeds, degraded, ratios, sizes, k, flows,
                         for s in seeds:
                             tasks.append(Task("fattree", tr, s, run=FatTreeRun(
                                 k=k, degraded=d, ratio=ratio, size=size, flows=flows)))
-                if whatif and d and "mrc" in transports:
-                    tasks += [Task("fattree", "mrc", s, run=FatTreeRun(
-                        k=k, degraded=d, ratio=ratios[0], size=size, flows=flows,
-                        trim_cut="packet")) for s in seeds]
     if "rtl" in what:
         for case, c in CASES.items():
             for tr in transports:
@@ -441,12 +428,12 @@ def write_doc(results: dict, runs: list[dict], agree: dict, plots: list[Path], d
 def bench(results: dict, jobs: int, scheduler: str | None = None,
           docs: Path | None = None) -> None:
     """``make bench``'s block scale: the fat tree per transport, healthy and degraded at 10%
-    and 25% (and MRC's what-if); the compare cases on the model beside the RTL's runs; figures
+    and 25%; the compare cases on the model beside the RTL's runs; figures
     into ``results``, results.json and plots under build/scale, docs/scale.md from them."""
     from mrcnic.verif import harness
     out = harness.BUILD / "scale"
     tasks = tasks_for(["fattree", "rtl"], list(TRANSPORTS), [1], [0, 8], [0.1, 0.25],
-                      [2_000_000], 16, None, whatif=True)
+                      [2_000_000], 16, None)
     runs = sweep(tasks, scheduler, jobs, progress=lambda line: print(line, flush=True))
     agree = agreement(runs, harness.BUILD / "compare", jobs, progress=print)
     report(runs, agree)
@@ -485,8 +472,6 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=16)
     ap.add_argument("--flows", type=int, default=None)
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--whatif", action="store_true",
-                    help="also MRC with Ultra Ethernet NSCC's trim response (not the NIC's)")
     a = ap.parse_args(argv)
     what = _list(a.what)
     if not what or set(what) - {"fattree", "rtl"}:
@@ -510,7 +495,7 @@ def main(argv=None) -> int:
         ap.error("--workers is at least 1")
     from mrcnic.verif import harness
     out = a.out or harness.BUILD / "scale"
-    tasks = tasks_for(what, transports, seeds, degraded, ratios, sizes, a.k, a.flows, a.whatif)
+    tasks = tasks_for(what, transports, seeds, degraded, ratios, sizes, a.k, a.flows)
     runs = sweep(tasks, a.scheduler, a.workers)
     agree = agreement(runs, harness.BUILD / "compare", a.workers) if "rtl" in what else None
     report(runs, agree)

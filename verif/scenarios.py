@@ -24,6 +24,16 @@ def retransmissions(results: dict) -> int:
     return sum(retransmitted(c) for c in results["rel"])
 
 
+def onto_dead_paths(layout: EvLayout, outages, sends) -> int:
+    """The data packets sent onto a path while it was down: ``outages`` (start, end or None,
+    the (plane, spine) pairs that were down), ``sends`` (time, EV) of each data packet."""
+    spans = [(start, float("inf") if end is None else end,
+              {layout.path(layout.make(pl, sp)) for pl, sp in paths})
+             for start, end, paths in outages]
+    return sum(1 for start, end, paths in spans for t, ev in sends
+               if start <= t < end and layout.path(ev) in paths)
+
+
 @dataclass
 class Scenario:
     """Two hosts; every QP of each writes to the same QP of the other."""
@@ -314,23 +324,27 @@ class Incast(Scenario):
         its sender's port. ``efficiency``: the payload's part of a full data frame."""
         return self.nic_gbps() * efficiency * (1 - 1 / (self.hosts - 1))
 
+    def victim_share(self, frames, size: int) -> dict:
+        """The victim's goodput over its fair share, from its data frames' arrivals at the
+        receiver, (us, frame bytes), and its write's ``size``. Its goodput is the rate its data
+        arrived at: from its first data frame to its last, the bytes that came after the first
+        (its completion time adds a base RTT, which is latency, not a share of the port)."""
+        span_us = frames[-1][0] - frames[0][0]
+        full = max(n for _, n in frames)
+        gbps = (size - min(self.mtu, size)) * 8 / (span_us * 1000)
+        fair = self.fair_share_gbps(self.mtu / full)
+        return {"gbps": gbps, "fair_gbps": fair, "share": gbps / fair, "frame_bytes": full}
+
     def check(self, results):
         src, dst = self.victim
         v = next(f for f in results["flows"] if f["src"] == src and f["dst"] == dst)
         incast_end = max(f["done_us"] for f in results["flows"] if f["dst"] == 0)
-        # The victim's goodput is the rate its data arrived at: from its first data frame at
-        # the receiver to its last, the bytes that came after the first. (Its completion time
-        # adds a base RTT, which is latency, not a share of the port.)
         frames = [(t, n) for t, dqp, _, n in results["arrived"][str(dst)]
                   if dqp == self.victim_qp]
         assert frames, "no data of the victim arrived"
-        span_us = frames[-1][0] - frames[0][0]
-        full = max(n for _, n in frames)
-        gbps = (v["bytes"] - min(self.mtu, v["bytes"])) * 8 / (span_us * 1000)
-        fair = self.fair_share_gbps(self.mtu / full)
         results["victim"] = {
-            "gbps": gbps, "fair_gbps": fair, "share": gbps / fair,
-            "first_us": frames[0][0], "last_us": frames[-1][0], "frame_bytes": full,
+            **self.victim_share(frames, v["bytes"]),
+            "first_us": frames[0][0], "last_us": frames[-1][0],
             "fct_gbps": v["bytes"] * 8 / ((v["done_us"] - v["posted_us"]) * 1000),
             "done_us": v["done_us"], "incast_done_us": incast_end}
         # (the figure means something only while the incast runs)

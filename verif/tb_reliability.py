@@ -308,21 +308,28 @@ async def a_trimmed_retransmission_is_a_hole_again(dut):
     to be a SACK hole, and the next SACK that shows it missing sends it again: it is not left
     for a timeout because it went once already."""
     n, q = 40, 0
-    rig = await Rig.start(dut, cc=Congestion(cwnd_init=n * MTU, cwnd_min=MTU))
+    # (the receiver, shared by 2 QPs, holds the window to 28 packets once SACKs say so)
+    rig = await Rig.start(dut, cc=Congestion(cwnd_init=n * MTU, cwnd_min=MTU, rcv_wnd=56 * MTU))
     psns = await rig.post(q, n)
     await rig.send_new(n)
     p0 = psns[0]
     # 3..10 arrived: 2 is a hole (reorder 4), and goes again.
-    out = await rig.sack(q, p0 + 2, bits(i - 2 for i in range(3, 11)), trig=p0 + 10)
+    out = await rig.sack(q, p0 + 2, bits(i - 2 for i in range(3, 11)), trig=p0 + 10, pen=2)
     assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [2]
     await rig.expect(out, "a SACK hole")
-    # That retransmission is trimmed: the window, halved, is still full (32 packets out, 20
-    # allowed), and 37 packets follow it, so it waits to show as a hole.
+    # (the model's window follows the RTT sample the NIC took)
+    got = await rig.cfg.regs.run(driver.congestion(q))
+    rig.model.sample(q, p0 + 10, False, got["rtt"], 2)
+    assert got["cwnd"] == rig.model.q[q].cwnd <= 28 * MTU, (got, rig.model.q[q].cwnd)
+    # That retransmission is trimmed: the window, a packet less, is still full (30 packets
+    # out, 27 allowed), and 37 packets follow it, so it waits to show as a hole.
     out = await rig.nack(q, p0 + 2, wire.NackReason.TRIMMED)
     assert out.retransmits == [], f"a trim with the window full went again: {out.retransmits}"
     await rig.expect(out, "a trimmed retransmission with the window full")
+    got = await rig.cfg.regs.run(driver.congestion(q))
+    assert got["cwnd"] == rig.model.q[q].cwnd, (got, rig.model.q[q].cwnd)
     # The next SACK shows it missing still: it goes again.
-    out = await rig.sack(q, p0 + 2, bits(i - 2 for i in range(3, 15)), trig=p0 + 14)
+    out = await rig.sack(q, p0 + 2, bits(i - 2 for i in range(3, 15)), trig=p0 + 14, pen=2)
     assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [2], \
         f"the trimmed retransmission's hole was passed over: {out.retransmits}"
     await rig.expect(out, "the trimmed retransmission's hole")
@@ -578,7 +585,8 @@ async def the_window_follows_nscc(dut):
             alone.append(rig.model.q[q].cwnd)
         assert not out.retransmits and not out.completions
         await release()      # exactly what the new window lets out, and nothing sent again
-    # A trim: a queue was full, and at the last hop nothing else says so: the window halves.
+    # A trim: a queue was full, and at the last hop nothing else says so: the window gives up
+    # the trimmed packet's bytes.
     # It was full, and `reorder` packets follow the trimmed one (enough for a SACK hole to
     # show it), so it does not go again at once: the hole will resend it.
     reorder = rig.model.reorder
@@ -589,7 +597,8 @@ async def the_window_follows_nscc(dut):
     assert out.retransmits == [], f"a trim with the window full went again: {out.retransmits}"
     await rig.expect(out, "a trim with the window full")
     got = await rig.cfg.regs.run(driver.congestion(q))
-    assert got["cwnd"] == rig.model.q[q].cwnd < before, \
+    assert before > cc.cwnd_min, f"the script left no window to cut before the trim: {before}"
+    assert got["cwnd"] == rig.model.q[q].cwnd == max(before - MTU, cc.cwnd_min), \
         f"a trim: window {before} -> {got['cwnd']}, NSCC says {rig.model.q[q].cwnd}"
     # The last packet out has too few after it for a hole to show it: trimmed, it goes again
     # at once, window full or not, rather than wait for a timeout.
@@ -1098,12 +1107,13 @@ def _path_uses(px, n, count):
 
 @cocotb.test()
 async def a_trimmed_packets_hole_is_not_its_paths(dut):
-    """A packet NACKed as trimmed, left to be a SACK hole (no room in the window just halved),
+    """A packet NACKed as trimmed, left to be a SACK hole (no room in the window just cut),
     was lost to a full queue: its hole sets its entry SKIP and blames nothing. A trim excuses
     that send alone, not its QP: two holes of untrimmed packets on one path after it still
     retire the path, as under a load that never lets up a link may die all the same."""
     N, q = 64, 0
-    # (the window lets all N out; halved by the trim, it keeps the trimmed one waiting)
+    # (the window lets all N out; a packet less after the trim, it keeps the trimmed one
+    # waiting)
     cc = Congestion(cwnd_init=N * MTU, cwnd_min=4096, cwnd_max=N * MTU)
     rig = await Rig.start(dut, cc=cc)
     psns = await rig.post(q, N)

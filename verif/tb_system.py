@@ -24,8 +24,8 @@ from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_req
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regclient import AsyncRegisterClient
 from mrcnic.regmap import RX_OUTCOMES
-from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, entry_path
-from mrcnic.transports import flow_path, transport
+from mrcnic.simctl import RECV_BASE, REGION, SEND_BASE, profile_paths
+from mrcnic.transports import transport
 from mrcnic.verif.fabric import (
     FORMATS,
     frame_ev,
@@ -230,19 +230,19 @@ class System:
                 mtu=self.sc.mtu, next_psn=self._psn(h, peer, q), msn=self._msn(h, peer, q),
                 rkey=0x100 + q, mr_va=RECV_BASE + q * REGION, mr_length=REGION,
                 rx_psn=self._psn(peer, h, q), rx_msn=self._msn(peer, h, q))))
+            paths = profile_paths(nic_ip(h), nic_ip(peer), q, self.E, self.P, self.S,
+                                  self.transport.single_path)
+            evs = [self.layout.make(pl, sp, self._entropy(h, q, i))
+                   for i, (pl, sp) in enumerate(paths)]
             if self.transport.single_path:
                 # One EV, on the path a hash of the flow gives, at the first entry of its plane.
-                path = self.single_paths[(h, q)] = flow_path(nic_ip(h), nic_ip(peer), q,
-                                                             self.P * self.S)
-                plane, spine = path % self.P, path // self.P
-                ev = self.layout.make(plane, spine, self._entropy(h, q, 0))
+                plane, spine = paths[0]
+                self.single_paths[(h, q)] = spine * self.P + plane
                 await regs.run(driver.clear_ev_profile(q))
-                await regs.run(driver.replace_ev(q, plane, ev, self.layout))
-                self.profiles[(h, q)] = [0] * plane + [ev]
+                await regs.run(driver.replace_ev(q, plane, evs[0], self.layout))
+                self.profiles[(h, q)] = [0] * plane + evs
             else:
                 # Entry i on plane i % planes, spines in turn: every path, the same share.
-                evs = [self.layout.make(*entry_path(i, self.P, self.S), self._entropy(h, q, i))
-                       for i in range(self.E)]
                 self.profiles[(h, q)] = await regs.run(driver.load_ev_profile(q, evs,
                                                                                 self.layout))
             # the NIC's table, read back, is the profile as the driver ordered it

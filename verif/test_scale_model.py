@@ -10,7 +10,7 @@ from mrcnic import wire
 from mrcnic.enums import EvState, SprayMode
 from mrcnic.evmap import EvLayout
 from mrcnic.transports import transport
-from mrcnic.verif import scale_model, scale_sweep
+from mrcnic.verif import scale_model, scale_sweep, scenarios
 from mrcnic.verif.network import LinkConfig
 from mrcnic.verif.rx_model import ReorderModel
 from mrcnic.verif.scale_net import ACK, DATA, FatTree, LeafSpine, Packet, Port, Sim
@@ -221,6 +221,18 @@ def test_the_rtl_cases_run_on_the_model():
     assert 0 < dead["mrc"] < dead["spray"] < dead["roce"], dead
     assert got["mrc"]["fct_p99_us"] < got["roce"]["fct_p99_us"] / 5
     assert got["mrc"]["base_rtt_us"] == pytest.approx(12.112, abs=0.05)   # the RTL's ping
+
+
+def test_packets_onto_dead_paths_are_those_sent_while_they_were_down():
+    """The figure the model and the RTL comparison both report: a data packet counts if it
+    left while its path was down, on a path that was down (an outage with no end lasts)."""
+    layout = EvLayout(2, 4)
+    ev = {(pl, sp): layout.make(pl, sp, 0x1234) for pl in range(2) for sp in range(4)}
+    outages = [(10.0, 20.0, [(0, 1)]), (15.0, None, [(1, 3), (1, 2)])]
+    sends = [(9.9, ev[0, 1]), (10.0, ev[0, 1]), (19.9, ev[0, 1]), (20.0, ev[0, 1]),
+             (12.0, ev[1, 3]), (15.0, ev[1, 3]), (1e9, ev[1, 2]), (16.0, ev[0, 2])]
+    assert scenarios.onto_dead_paths(layout, outages, sends) == 4
+    assert scenarios.onto_dead_paths(layout, [], sends) == 0
 
 
 def test_a_small_fat_tree_permutation_completes_on_every_transport():
