@@ -198,6 +198,14 @@ class FatTreeRun:
     ecn_hi: float = 0.8
     #: the writes: a permutation of every host, or this many hosts writing (the rest idle)
     flows: int | None = None
+    #: the first window, in bandwidth-delay products (the driver's choice)
+    cwnd_bdp: float = 1.0
+    #: what-ifs the gateware does not do (scale_nic.NicConfig): REPS's recycling of EVs whose
+    #: SACK came back unmarked, this many kept (0: off); a trim's, or an ECN mark's, SKIP for
+    #: this many rotations
+    recycle: int = 0
+    trim_rounds: int = 1
+    mark_rounds: int = 1
 
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 2 or self.k % 2:
@@ -210,6 +218,14 @@ class FatTreeRun:
                   (self.evs >= 1, f"a QP needs at least 1 EV, not {self.evs}"),
                   (self.flows is None or 1 <= self.flows <= self.hosts(),
                    f"flows is 1 .. {self.hosts()}, not {self.flows}"),
+                  (isinstance(self.recycle, int) and self.recycle >= 0,
+                   f"recycle keeps 0 or more EVs, not {self.recycle!r}"),
+                  (isinstance(self.trim_rounds, int) and self.trim_rounds >= 1,
+                   f"trim_rounds is 1 or more, not {self.trim_rounds!r}"),
+                  (isinstance(self.mark_rounds, int) and self.mark_rounds >= 1,
+                   f"mark_rounds is 1 or more, not {self.mark_rounds!r}"),
+                  (0 < self.cwnd_bdp <= 4, f"cwnd_bdp is above 0 and at most 4 (the "
+                                           f"window's top), not {self.cwnd_bdp}"),
                   (self.gbps > 0 and self.hop_ns >= 0, "a link's rate is above 0 and its "
                                                        "latency at least 0")]
         for ok, why in checks:
@@ -218,6 +234,13 @@ class FatTreeRun:
 
     def hosts(self) -> int:
         return self.k ** 3 // 4
+
+    def whatif(self) -> str:
+        """The what-ifs this run makes, in words ("": the NIC as it is)."""
+        return ", ".join(w for w, on in (
+            (f"recycle {self.recycle} EVs", self.recycle),
+            (f"a trim skips {self.trim_rounds} rotations", self.trim_rounds != 1),
+            (f"a mark skips {self.mark_rounds} rotations", self.mark_rounds != 1)) if on)
 
     def net_rtt_ns(self, cfg: NicConfig) -> float:
         """A full packet out and its SACK back between pods, unloaded, the network's part."""
@@ -235,9 +258,11 @@ def _fattree_config(r: FatTreeRun) -> NicConfig:
     rtt_ns = r.net_rtt_ns(cfg) + 2 * cfg.nic_delay_ns
     rtt = round(rtt_ns / cfg.clock_ns)
     bdp = round(r.gbps * rtt_ns / 8)
-    cc = dict(target_rtt=round(1.5 * rtt), cwnd_init=bdp, rcv_wnd=round(1.5 * bdp),
+    cc = dict(target_rtt=round(1.5 * rtt), cwnd_init=round(r.cwnd_bdp * bdp),
+              rcv_wnd=round(1.5 * bdp),
               cwnd_max=4 * bdp)
     cfg.cc = Congestion(**cc)
+    cfg.recycle, cfg.trim_rounds, cfg.mark_rounds = r.recycle, r.trim_rounds, r.mark_rounds
     cfg.share_period = round(1.5 * rtt)
     cfg.rto_min = min(4 * rtt, 60000)
     cfg.rto_max = 60000
@@ -295,8 +320,8 @@ def _fattree_system(r: FatTreeRun, tname: str, seed: int, pairs, cfg: NicConfig)
 def ideal_us(r: FatTreeRun) -> float:
     """One write of ``r.size`` alone on the idle fabric, from pod 0 to the last pod."""
     hosts = r.hosts()
-    sim, _, run = _fattree_system(replace(r, degraded=0), "mrc", 1, [(0, hosts - 1)],
-                                  _fattree_config(r))
+    base = replace(r, degraded=0, recycle=0, trim_rounds=1, mark_rounds=1, cwnd_bdp=1.0)
+    sim, _, run = _fattree_system(base, "mrc", 1, [(0, hosts - 1)], _fattree_config(base))
     run.post(0, Write(1, 0, hosts - 1, r.size), 0.0)
     run.run(1e9)
     w = run.writes[(0, 1)]
@@ -336,6 +361,14 @@ def main(argv=None) -> int:
     ft.add_argument("--ratio", type=float, default=0.1)
     ft.add_argument("--size", type=int, default=2_000_000)
     ft.add_argument("--flows", type=int, default=None)
+    ft.add_argument("--recycle", type=int, default=0,
+                    help="what-if: reuse EVs whose SACK came back unmarked (REPS), N kept")
+    ft.add_argument("--trim-rounds", type=int, default=1,
+                    help="what-if: a trim skips its EV for N rotations (the NIC: 1)")
+    ft.add_argument("--mark-rounds", type=int, default=1,
+                    help="what-if: an ECN mark skips its EV for N rotations (the NIC: 1)")
+    ft.add_argument("--cwnd-bdp", type=float, default=1.0,
+                    help="the first window, in bandwidth-delay products")
     rt = sub.add_parser("rtl", help="a case of the RTL comparison (verif/compare.py)")
     rt.add_argument("case")
     for p in (ft, rt):
@@ -344,7 +377,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.what == "fattree":
         try:
-            r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, size=a.size, flows=a.flows)
+            r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, size=a.size, flows=a.flows,
+                           recycle=a.recycle, trim_rounds=a.trim_rounds,
+                           mark_rounds=a.mark_rounds, cwnd_bdp=a.cwnd_bdp)
         except ValueError as e:
             ap.error(str(e))
         out = run_fattree(r, a.transport, a.seed)

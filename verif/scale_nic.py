@@ -53,6 +53,12 @@ class NicConfig:
     port_limit: int = 2400         # bytes a port may hold before the spray passes it over
     share_period: int = 0
     cc: Congestion = field(default_factory=Congestion)
+    #: what-ifs the gateware does not do: recycle EVs whose SACK came back unmarked (REPS's
+    #: rule, this many kept; 0: off), and a trim's or an ECN mark's SKIP lasting this many
+    #: rotations
+    recycle: int = 0
+    trim_rounds: int = 1
+    mark_rounds: int = 1
 
 
 @dataclass
@@ -120,7 +126,8 @@ class ScaleNic:
         for q, dst in peers.items():
             ents = profiles[q]
             spray = Spray([e[0] for e in ents], [e[1] for e in ents], [e[2] for e in ents],
-                          transport.spray, self.rng, health=transport.ev_health)
+                          transport.spray, self.rng, health=transport.ev_health,
+                          recycle=cfg.recycle)
             self.tx[q] = _Tx(q, dst, spray)
             self.rel.init(q, 0)
         self.order = list(self.tx)
@@ -281,9 +288,9 @@ class ScaleNic:
 
     # --- feedback ----------------------------------------------------------------------------
 
-    def _apply(self, t: _Tx, o) -> None:
+    def _apply(self, t: _Tx, o, rounds: int = 1) -> None:
         for _, index, state in o.ev_updates:
-            t.spray.update(index, EvState(state))
+            t.spray.update(index, EvState(state), rounds)
         for _, index in o.paths:
             t.spray.retire_path(index)
         for wr_id in o.completions:
@@ -303,13 +310,17 @@ class ScaleNic:
         if pkt.kind == ACK:
             cack, off, bitmap, m, pr, pen = pkt.ack
             rtt = None if pr else (now - pkt.ts) % TIME_MOD
+            if self.cfg.recycle and not pr and m == wire.SackMark.NONE:
+                r = self.rel._record(self.rel.q[pkt.qp], pkt.psn)
+                if r is not None and r.ev == pkt.ev:
+                    t.spray.clean(r.index)
             o = self.rel.sack(pkt.qp, cack, off, bitmap, pkt.psn, pkt.ev, m, rtt=rtt, pr=pr,
                               pen=pen, ts=pkt.ts, now=now)
         else:
             o = self.rel.nack(pkt.qp, pkt.psn, pkt.ack, pkt.ev)
         if self.rel.q[pkt.qp].una != una:
             t.tstart = self.sim.now
-        self._apply(t, o)
+        self._apply(t, o, self.cfg.mark_rounds if pkt.kind == ACK else self.cfg.trim_rounds)
         self.kick()                     # (the window may have opened)
 
     # --- the retransmission timer -----------------------------------------------------------

@@ -12,6 +12,7 @@ changes an EV's state, which is what the NIC's rel.ev_health does.
 from __future__ import annotations
 
 import random
+from collections import deque
 
 from mrcnic.enums import EvState, SprayMode
 
@@ -24,7 +25,7 @@ class Spray:
     """EVs ``evs`` (entry ``i`` on plane ``plane_of[i]``, path ``path_of[i]``)."""
 
     def __init__(self, evs: list[int], plane_of: list[int], path_of: list, mode: SprayMode,
-                 rng: random.Random, health: bool = True):
+                 rng: random.Random, health: bool = True, recycle: int = 0):
         self.evs, self.plane_of, self.path_of = list(evs), list(plane_of), list(path_of)
         self.mode, self.rng, self.health = SprayMode(mode), rng, health
         self.n = len(self.evs)
@@ -37,6 +38,10 @@ class Spray:
         self.pos = dict.fromkeys(self.planes, 0)
         self.turn = 0
         self.probe_at = 0                     # the next ASSUMED_BAD entry a probe tries
+        # A what-if the gateware does not do (REPS's recycling): entries whose SACK came back
+        # unmarked, oldest first, at most ``recycle`` of them, used again before the rounds.
+        self.recycle = recycle
+        self.fresh: deque = deque()
 
     def _good(self, i: int) -> bool:
         st = self.state[i]
@@ -77,6 +82,11 @@ class Spray:
             if i == avoid and len(members) > 1:
                 i = self.rng.choice([m for m in members if m != avoid])
             return i
+        while self.fresh:
+            i = self.fresh.popleft()
+            if (self.plane_of[i] in ready and self._good(i) and i != avoid
+                    and not (held and self.path_of[i] in held)):
+                return i
         planes = self.planes
         for k in range(len(planes)):
             p = planes[(self.turn + k) % len(planes)]
@@ -90,13 +100,22 @@ class Spray:
         p = ready[0]
         return self.members[p][0]
 
-    def update(self, index: int, state: EvState) -> None:
+    def clean(self, index: int) -> None:
+        """A SACK came back unmarked for a packet that took entry ``index`` (the what-if)."""
+        if self.recycle and self.health:
+            self.fresh.append(index)
+            if len(self.fresh) > self.recycle:
+                self.fresh.popleft()
+
+    def update(self, index: int, state: EvState, rounds: int = 1) -> None:
+        """``state`` for entry ``index``; a SKIP lasts ``rounds`` profiles' worth of grants
+        (more than one: a what-if)."""
         if not self.health:
             return
         if state is SKIP:
             if self.state[index] is GOOD:
                 self.state[index] = SKIP
-                self.until[index] = self.grants + self.n
+                self.until[index] = self.grants + self.n * rounds
         else:
             self.state[index] = state
 

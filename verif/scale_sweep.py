@@ -66,9 +66,11 @@ class Task:
         return cls(**{**d, "run": FatTreeRun(**d["run"])})
 
     def fabric(self) -> str:
-        """The fat tree's state: healthy, or its degraded links and their rate."""
+        """The fat tree's state: healthy, or its degraded links and their rate (and the
+        what-ifs, if any)."""
         r = self.run
-        return "healthy" if not r.degraded else f"{r.degraded} core links at {r.ratio:.0%}"
+        state = "healthy" if not r.degraded else f"{r.degraded} core links at {r.ratio:.0%}"
+        return f"{state}, what-if: {r.whatif()}" if r.whatif() else state
 
     def label(self) -> str:
         if self.kind == "rtl":
@@ -239,7 +241,7 @@ def goals(runs: list[dict]) -> dict:
             continue
         t = Task.from_dict(r["task"])
         f = t.run
-        if (f.k, f.size, f.flows) != (16, 2_000_000, None):
+        if (f.k, f.size, f.flows) != (16, 2_000_000, None) or f.whatif():
             continue
         suffix = "" if not f.degraded else (
             "_degraded" if (f.degraded, f.ratio) == (8, 0.1) else

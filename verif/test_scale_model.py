@@ -177,6 +177,31 @@ def test_a_retired_path_takes_its_evs_but_never_the_last():
     assert lone.bad() == []                # it would leave the QP none
 
 
+def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
+    """The scale model's what-ifs, not the NIC's rules: an entry whose SACK came back clean
+    goes again before the rounds (the latest ``recycle`` kept), and a SKIP may last several
+    rotations."""
+    sp = Spray(list(range(100, 108)), [i % 2 for i in range(8)], [i // 2 for i in range(8)],
+               SprayMode.ROUNDS, random.Random(5), recycle=2)
+    for i in (5, 6, 7):
+        sp.clean(i)
+    assert [sp.pick([0, 1]) for _ in range(2)] == [6, 7]      # (5 fell out)
+    sp.clean(3)
+    assert sp.pick([0]) != 3                                  # not on a plane that is ready
+    sp.update(2, EvState.SKIP, rounds=3)
+    assert 2 not in [sp.pick([0, 1]) for _ in range(20)]          # (a round: 8 grants)
+    assert 2 in [sp.pick([0, 1]) for _ in range(16)]
+    off = _spray()
+    off.clean(5)
+    assert sorted(off.pick([0, 1]) for _ in range(8)) == list(range(8))
+    r = scale_model.FatTreeRun(k=4, size=100_000, degraded=2, recycle=4, trim_rounds=4,
+                               mark_rounds=2)
+    assert r.whatif() == "recycle 4 EVs, a trim skips 4 rotations, a mark skips 2 rotations"
+    assert scale_model.FatTreeRun().whatif() == ""
+    out = scale_model.run_fattree(r, "mrc", 1)
+    assert len(out["fct_us"]) == 16 and out["fct_max_us"] >= out["ideal_us"] * 0.99
+
+
 def test_random_spraying_ignores_ev_health():
     sp = Spray(list(range(8)), [0] * 8, list(range(8)), SprayMode.RANDOM, random.Random(2),
                health=False)
@@ -284,6 +309,10 @@ def test_bad_sweep_arguments_are_refused(argv, message, capsys):
     (["fattree", "--k", "7"], "even"),
     (["fattree", "--size", "0"], "at least 1 byte"),
     (["rtl", "bogus"], "no case"),
+    (["fattree", "--recycle", "-1"], "recycle keeps 0 or more"),
+    (["fattree", "--trim-rounds", "0"], "trim_rounds is 1 or more"),
+    (["fattree", "--mark-rounds", "0"], "mark_rounds is 1 or more"),
+    (["fattree", "--cwnd-bdp", "0"], "cwnd_bdp is above 0"),
 ])
 def test_bad_model_arguments_are_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
