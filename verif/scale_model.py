@@ -198,7 +198,7 @@ class FatTreeRun:
     ecn_hi: float = 0.8
     #: the writes: a permutation of every host, or this many hosts writing (the rest idle)
     flows: int | None = None
-    #: the first window, in bandwidth-delay products (the driver's choice)
+    #: the first window, in bandwidth-delay products (the driver's choice; not 1: a what-if)
     cwnd_bdp: float = 1.0
     #: what-ifs the gateware does not do (scale_nic.NicConfig): REPS's recycling of EVs whose
     #: SACK came back unmarked, this many kept (0: off); a trim's, or an ECN mark's, SKIP for
@@ -240,7 +240,8 @@ class FatTreeRun:
         return ", ".join(w for w, on in (
             (f"recycle {self.recycle} EVs", self.recycle),
             (f"a trim skips {self.trim_rounds} rotations", self.trim_rounds != 1),
-            (f"a mark skips {self.mark_rounds} rotations", self.mark_rounds != 1)) if on)
+            (f"a mark skips {self.mark_rounds} rotations", self.mark_rounds != 1),
+            (f"a first window of {self.cwnd_bdp:g} BDP", self.cwnd_bdp != 1.0)) if on)
 
     def net_rtt_ns(self, cfg: NicConfig) -> float:
         """A full packet out and its SACK back between pods, unloaded, the network's part."""

@@ -202,6 +202,21 @@ def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
     assert len(out["fct_us"]) == 16 and out["fct_max_us"] >= out["ideal_us"] * 0.99
 
 
+def test_what_ifs_run_beside_the_nic_and_stay_out_of_its_figures():
+    tasks = scale_sweep.tasks_for(["fattree"], ["mrc", "spray"], [1, 2], [0, 8], [0.1, 0.25],
+                                  [1000], 16, None, [dict(trim_rounds=4)])
+    extra = [t for t in tasks if t.run.whatif()]
+    assert [(t.transport, t.seed, t.run.degraded, t.run.ratio) for t in extra] == \
+        [("mrc", 1, 8, 0.1), ("mrc", 2, 8, 0.1)]
+    assert len(tasks) == 2 * 2 * 3 + 2
+    assert extra[0].fabric() == "8 core links at 10%, what-if: a trim skips 4 rotations"
+    runs = [{"task": t.__dict__ | {"run": t.run.__dict__}, "error": None,
+             "tail_over_ideal": 9.0 if t.run.whatif() else 1.5}
+            for t in scale_sweep.tasks_for(["fattree"], ["mrc"], [1], [8], [0.1], [2_000_000],
+                                           16, None, [dict(recycle=8)])]
+    assert scale_sweep.goals(runs) == {"tail_fct_ratio_mrc_fattree1024_degraded": 1.5}
+
+
 def test_random_spraying_ignores_ev_health():
     sp = Spray(list(range(8)), [0] * 8, list(range(8)), SprayMode.RANDOM, random.Random(2),
                health=False)
