@@ -201,7 +201,8 @@ class FatTreeRun:
     #: the first window, in bandwidth-delay products (the driver's choice; not 1: a what-if)
     cwnd_bdp: float = 1.0
     #: what-ifs the gateware does not do (scale_nic.NicConfig): REPS's recycling of EVs whose
-    #: SACK came back unmarked, this many kept (0: off); a trim's, or an ECN mark's, SKIP for
+    #: SACK came back unmarked, this many kept (0: off); a SKIP a trim sets, or one a SACK sets
+    #: (an ECN mark, a hole), for
     #: this many rotations
     recycle: int = 0
     trim_rounds: int = 1
@@ -240,7 +241,7 @@ class FatTreeRun:
         return ", ".join(w for w, on in (
             (f"recycle {self.recycle} EVs", self.recycle),
             (f"a trim skips {self.trim_rounds} rotations", self.trim_rounds != 1),
-            (f"a mark skips {self.mark_rounds} rotations", self.mark_rounds != 1),
+            (f"a SACK's skip lasts {self.mark_rounds} rotations", self.mark_rounds != 1),
             (f"a first window of {self.cwnd_bdp:g} BDP", self.cwnd_bdp != 1.0)) if on)
 
     def net_rtt_ns(self, cfg: NicConfig) -> float:
@@ -367,7 +368,8 @@ def main(argv=None) -> int:
     ft.add_argument("--trim-rounds", type=int, default=1,
                     help="what-if: a trim skips its EV for N rotations (the NIC: 1)")
     ft.add_argument("--mark-rounds", type=int, default=1,
-                    help="what-if: an ECN mark skips its EV for N rotations (the NIC: 1)")
+                    help="what-if: an EV a SACK sets SKIP (an ECN mark, a hole) is skipped for N "
+                         "rotations (the NIC: 1)")
     ft.add_argument("--cwnd-bdp", type=float, default=1.0,
                     help="the first window, in bandwidth-delay products")
     rt = sub.add_parser("rtl", help="a case of the RTL comparison (verif/compare.py)")

@@ -54,8 +54,8 @@ class NicConfig:
     share_period: int = 0
     cc: Congestion = field(default_factory=Congestion)
     #: what-ifs the gateware does not do: recycle EVs whose SACK came back unmarked (REPS's
-    #: rule, this many kept; 0: off), and a trim's or an ECN mark's SKIP lasting this many
-    #: rotations
+    #: rule, this many kept; 0: off), and a SKIP set by a trim, or by a SACK (an ECN mark, a
+    #: hole), lasting this many rotations
     recycle: int = 0
     trim_rounds: int = 1
     mark_rounds: int = 1

@@ -409,7 +409,8 @@ def write_doc(results: dict, runs: list[dict], agree: dict, plots: list[Path], d
                          f"{f['retransmissions']:.0f} |")
     lines += ["", "Rows marked what-if are MRC with a change the NIC does not make "
               "(`scale_model.FatTreeRun`; `python -m mrcnic.verif.scale_model fattree --help`): "
-              "a trimmed or marked EV skipped for several rotations instead of one, EVs whose "
+              "an EV set SKIP by a trim or a SACK skipped for several rotations instead of "
+              "one, EVs whose "
               "SACK came back unmarked used again first (REPS's recycling), a first window "
               "other than one bandwidth-delay product. They measure what a change would buy "
               "before it is made in the gateware; the figures below leave them out."]

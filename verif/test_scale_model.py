@@ -196,7 +196,8 @@ def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
     assert sorted(off.pick([0, 1]) for _ in range(8)) == list(range(8))
     r = scale_model.FatTreeRun(k=4, size=100_000, degraded=2, recycle=4, trim_rounds=4,
                                mark_rounds=2)
-    assert r.whatif() == "recycle 4 EVs, a trim skips 4 rotations, a mark skips 2 rotations"
+    assert r.whatif() == ("recycle 4 EVs, a trim skips 4 rotations, a SACK's skip lasts 2 "
+                          "rotations")
     assert scale_model.FatTreeRun().whatif() == ""
     out = scale_model.run_fattree(r, "mrc", 1)
     assert len(out["fct_us"]) == 16 and out["fct_max_us"] >= out["ideal_us"] * 0.99
