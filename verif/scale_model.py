@@ -236,13 +236,19 @@ class FatTreeRun:
     def hosts(self) -> int:
         return self.k ** 3 // 4
 
+    def as_is(self) -> FatTreeRun:
+        """This run with none of its what-ifs: the NIC, and its first window, as they are."""
+        return replace(self, recycle=0, trim_rounds=1, mark_rounds=1, cwnd_bdp=1.0)
+
     def whatif(self) -> str:
         """The what-ifs this run makes, in words ("": the NIC as it is)."""
-        return ", ".join(w for w, on in (
-            (f"recycle {self.recycle} EVs", self.recycle),
-            (f"a trim skips {self.trim_rounds} rotations", self.trim_rounds != 1),
-            (f"a SACK's skip lasts {self.mark_rounds} rotations", self.mark_rounds != 1),
-            (f"a first window of {self.cwnd_bdp:g} BDP", self.cwnd_bdp != 1.0)) if on)
+        base = self.as_is()
+        return ", ".join(w for w, name in (
+            (f"recycle {self.recycle} EVs", "recycle"),
+            (f"a trim skips {self.trim_rounds} rotations", "trim_rounds"),
+            (f"a SACK's skip lasts {self.mark_rounds} rotations", "mark_rounds"),
+            (f"a first window of {self.cwnd_bdp:g} BDP", "cwnd_bdp"))
+            if getattr(self, name) != getattr(base, name))
 
     def net_rtt_ns(self, cfg: NicConfig) -> float:
         """A full packet out and its SACK back between pods, unloaded, the network's part."""
@@ -322,7 +328,7 @@ def _fattree_system(r: FatTreeRun, tname: str, seed: int, pairs, cfg: NicConfig)
 def ideal_us(r: FatTreeRun) -> float:
     """One write of ``r.size`` alone on the idle fabric, from pod 0 to the last pod."""
     hosts = r.hosts()
-    base = replace(r, degraded=0, recycle=0, trim_rounds=1, mark_rounds=1, cwnd_bdp=1.0)
+    base = replace(r.as_is(), degraded=0)
     sim, _, run = _fattree_system(base, "mrc", 1, [(0, hosts - 1)], _fattree_config(base))
     run.post(0, Write(1, 0, hosts - 1, r.size), 0.0)
     run.run(1e9)
