@@ -219,7 +219,7 @@ class Nic(wiring.Component):
             *[tx.next_hop[p].eq(getattr(bank, f"net_next_hop_p{p}")) for p in range(planes)],
             *[rx.sid[p].eq(getattr(bank, f"net_sid_p{p}")) for p in range(planes)],
             tx.port_ready.eq(up & bank.tx_plane_enable[:planes]),
-            tx.spray_mode.eq(bank.tx_spray),
+            tx.spray_mode.eq(bank.tx_spray), tx.trim_rounds.eq(bank.tx_trim_rounds),
             tx.port_rate.eq(bank.tx_port_rate), tx.port_limit.eq(bank.tx_port_limit),
         ]
 
@@ -356,7 +356,7 @@ class Nic(wiring.Component):
         with m.Else():
             r = rel.ev_update.payload
             m.d.comb += [up.qp.eq(r.qp), up.index.eq(r.index), up.state.eq(r.state),
-                         up.path.eq(r.path), up.management.eq(0),
+                         up.path.eq(r.path), up.trim.eq(r.trim), up.management.eq(0),
                          tx.ev_update.valid.eq(rel.ev_update.valid & health),
                          rel.ev_update.ready.eq(tx.ev_update.ready | ~health)]
 

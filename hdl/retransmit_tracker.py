@@ -183,8 +183,9 @@ class RetransmitTracker(wiring.Component):
         the interval between probes.
     feedback : In(stream transport_layout(planes)): SACK, NACK, ACK and endpoint packets.
     retransmit : Out(stream retransmit_layout)
-    ev_update : Out(stream {qp, index, state, path}): with ``path``, ASSUMED_BAD for every
-        entry of the QP on that entry's path.
+    ev_update : Out(stream {qp, index, state, path, trim}): with ``path``, ASSUMED_BAD for
+        every entry of the QP on that entry's path; with ``trim``, the SKIP of an EV whose
+        packet a queue trimmed (the spray scheduler keeps it longer).
     hold : Out(ArrayLayout(paths, qps)): each QP's paths to pass over for now (``paths`` bits
         numbered by :meth:`mrcnic.evmap.EvLayout.path`).
     peer : Out(stream {qp, planes}), always ready: the planes a QP's peer can receive on
@@ -230,7 +231,8 @@ class RetransmitTracker(wiring.Component):
             "feedback": In(stream.Signature(transport_layout(planes))),
             "retransmit": Out(stream.Signature(retransmit_layout(qps, evs))),
             "ev_update": Out(stream.Signature(data.StructLayout({
-                "qp": range(qps), "index": range(evs), "state": EvState, "path": 1}))),
+                "qp": range(qps), "index": range(evs), "state": EvState, "path": 1,
+                "trim": 1}))),
             "hold": Out(data.ArrayLayout(self._layout.paths, qps)),
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "probe_answer": Out(stream.Signature(data.StructLayout({
@@ -949,7 +951,8 @@ class RetransmitTracker(wiring.Component):
                 with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
                           & (rec.pkt.psn == p)):
                     m.d.comb += [self.ev_update.valid.eq(1),
-                                 self.ev_update.payload.state.eq(EvState.SKIP)]
+                                 self.ev_update.payload.state.eq(EvState.SKIP),
+                                 self.ev_update.payload.trim.eq(1)]
                     with m.If(self.ev_update.ready):
                         count("ev_skip")
                         with m.If(at_once | gbn):

@@ -26,9 +26,12 @@ class SprayScheduler(wiring.Component):
     takes its place (GOOD) and the bad EV leaves the profile.
 
     SKIP lasts one rotation: the QP's next ``profile size`` grants after the current rotation
-    ends (so at least one full rotation, at most two), then the EV is GOOD again. Skipping moves
-    traffic to the plane's other EVs, never to another plane: a plane whose GOOD EVs are all
-    skipped keeps its turn with them.
+    ends (so at least one full rotation, at most two), then the EV is GOOD again. A SKIP for a
+    trim (``update.trim``) lasts ``trim_rounds`` rotations instead: the QP's rotations are
+    counted in periods of that many, and the EV sits out the rest of the current period and
+    the whole next one. A queue that trims is full, and one rotation is often less than it
+    takes to drain. Skipping moves traffic to the plane's other EVs, never to another plane:
+    a plane whose GOOD EVs are all skipped keeps its turn with them.
 
     The reliability engine may hold paths of a QP (``hold``): a path (the plane and spine an
     EV names) that lost a packet and has not shown since that it works. The QP's GOOD EVs on
@@ -65,12 +68,14 @@ class SprayScheduler(wiring.Component):
     port_busy : In(planes), ports holding frames back now (their output stalled): new
         packets go to the other ready planes while one is free.
     mode : In(SprayMode), ROUNDS (MRC) or RANDOM.
+    trim_rounds : In(4), the rotations a trim's SKIP lasts (0 acts as 1).
     load : In(stream {qp, index, ev, op})
         Management (:class:`LoadOp`): write profile entry ``index`` (it becomes GOOD), push a
         spare EV for plane ``index % planes``, or empty the QP's profile. A QP's profile size
         grows to cover the entries written since it was last emptied.
-    update : In(stream {qp, index, state, management, path})
-        A state change; DENIED can be set, and left, only with ``management``. ASSUMED_BAD
+    update : In(stream {qp, index, state, management, path, trim})
+        A state change; DENIED can be set, and left, only with ``management``. SKIP with
+        ``trim`` lasts ``trim_rounds`` rotations. ASSUMED_BAD
         with ``path`` also sets every other GOOD entry of the QP on the same path ASSUMED_BAD
         (none of them replaced by a spare), unless that would leave the QP no GOOD EV and no
         spare: then only the entry named goes, under the rule below.
@@ -86,7 +91,7 @@ class SprayScheduler(wiring.Component):
     changed : Out(stream {qp, index, state, management, replaced, others}, always ready)
         Each update that changed an entry, the cycle after: to GOOD from ASSUMED_BAD or DENIED,
         to ASSUMED_BAD from use (``replaced``: a spare took its place; ``others``: the entries
-        of its path that went with it), to DENIED. SKIP, the NIC's own for one rotation, and
+        of its path that went with it), to DENIED. SKIP, the NIC's own for a rotation or more, and
         profile loads are not changes here.
     peer : In(stream {qp, planes}), always ready
         The planes QP ``qp``'s peer can receive on (its port status); every plane when a QP
@@ -126,11 +131,12 @@ class SprayScheduler(wiring.Component):
             "grant": Out(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "plane": range(planes), "ev": 32}))),
             "port_ready": In(planes), "port_busy": In(planes), "mode": In(SprayMode),
+            "trim_rounds": In(4),
             "load": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "ev": 32, "op": LoadOp}))),
             "update": In(stream.Signature(data.StructLayout({
                 "qp": qp_shape, "index": idx_shape, "state": EvState, "management": 1,
-                "path": 1}))),
+                "path": 1, "trim": 1}))),
             "hold": In(data.ArrayLayout(self._layout.paths, qps)),
             "ignored": Out(1),
             "replaced": Out(1),
@@ -185,6 +191,11 @@ class SprayScheduler(wiring.Component):
                                 & Cat(*[bad_ready[i % P] for i in range(E)]))
         skip_now = [Signal(E, name=f"skip_now_q{q}") for q in range(Q)]
         skip_next = [Signal(E, name=f"skip_next_q{q}") for q in range(Q)]
+        # A trim's SKIP: the same pair of masks, turned over once a period of trim_rounds
+        # rotations (``period``: the rotations of the current one gone by).
+        trim_now = [Signal(E, name=f"trim_now_q{q}") for q in range(Q)]
+        trim_next = [Signal(E, name=f"trim_next_q{q}") for q in range(Q)]
+        period = [Signal(4, name=f"period_q{q}") for q in range(Q)]
         size = [Signal(range(E + 1), name=f"size_q{q}") for q in range(Q)]
         turn = [Signal(range(P), name=f"turn_q{q}") for q in range(Q)]
         grants = [Signal(range(E + 1), name=f"grants_q{q}") for q in range(Q)]
@@ -208,7 +219,8 @@ class SprayScheduler(wiring.Component):
 
         with m.If(entry(denied)):
             m.d.comb += self.view_state.eq(EvState.DENIED)
-        with m.Elif(entry(good) & (entry(skip_now) | entry(skip_next))):
+        with m.Elif(entry(good) & (entry(skip_now) | entry(skip_next) | entry(trim_now)
+                                   | entry(trim_next))):
             m.d.comb += self.view_state.eq(EvState.SKIP)
         with m.Elif(entry(good)):
             m.d.comb += self.view_state.eq(EvState.GOOD)
@@ -245,7 +257,7 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.Case(q):
                     m.d.comb += [good_now.eq(good[q]), used_now.eq(Mux(rounds, used[q], 0)),
-                                 skipped_now.eq(skip_now[q])]
+                                 skipped_now.eq(skip_now[q] | trim_now[q])]
 
         def plane_wise(first, fallback, name):
             """``first`` on each plane that has one of its bits, ``fallback`` on the others."""
@@ -365,9 +377,19 @@ class SprayScheduler(wiring.Component):
 
         # ---- per-QP turn, rotation and SKIP expiry on each grant picked ------------------
         picked = self.request.valid & self.request.ready & ~probe
+
+        def end_rotation(q):
+            """What was skipped since the last boundary now waits one more rotation, what
+            waited is GOOD again; a trim's skip turns over likewise once a period."""
+            m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]), skip_next[q].eq(0)]
+            with m.If(period[q] + 1 >= self.trim_rounds):
+                m.d.sync += [period[q].eq(0), trim_now[q].eq(trim_next[q]), trim_next[q].eq(0)]
+            with m.Else():
+                m.d.sync += period[q].eq(period[q] + 1)
+
         for q in range(Q):
             with m.If(self.request.valid & ~probe & ~stall & only_skipped & (qp == q)):
-                m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]), skip_next[q].eq(0)]
+                end_rotation(q)
             with m.If(picked & (qp == q)):
                 m.d.sync += turn[q].eq(plane + 1 if P > 1 else 0)
                 with m.Switch(plane):
@@ -377,10 +399,7 @@ class SprayScheduler(wiring.Component):
                             m.d.sync += used[q].eq(Mux(renew[p], others, used[q])
                                                    | (Const(1, E) << index))
                 with m.If(grants[q] + 1 >= size[q]):
-                    # A rotation ends: what was skipped since the last boundary now waits one
-                    # more rotation, what waited is GOOD again.
-                    m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]),
-                                 skip_next[q].eq(0)]
+                    end_rotation(q)
                 with m.Else():
                     m.d.sync += grants[q].eq(grants[q] + 1)
 
@@ -421,7 +440,8 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.If(ld.qp == q):
                     m.d.sync += [good[q].eq(0), denied[q].eq(0), bad[q].eq(0), skip_now[q].eq(0),
-                                 skip_next[q].eq(0), size[q].eq(0), grants[q].eq(0),
+                                 skip_next[q].eq(0), trim_now[q].eq(0), trim_next[q].eq(0),
+                                 period[q].eq(0), size[q].eq(0), grants[q].eq(0),
                                  used[q].eq(0), turn[q].eq(0),
                                  *[spares[q][p].eq(0) for p in range(P)]]
         with m.Elif(self.load.valid & (ld.op == LoadOp.SPARE)):
@@ -448,7 +468,9 @@ class SprayScheduler(wiring.Component):
                                  denied[q].bit_select(ld.index, 1).eq(0),
                                  bad[q].bit_select(ld.index, 1).eq(0),
                                  skip_now[q].bit_select(ld.index, 1).eq(0),
-                                 skip_next[q].bit_select(ld.index, 1).eq(0)]
+                                 skip_next[q].bit_select(ld.index, 1).eq(0),
+                                 trim_now[q].bit_select(ld.index, 1).eq(0),
+                                 trim_next[q].bit_select(ld.index, 1).eq(0)]
                     with m.If(ld.index >= size[q]):
                         m.d.sync += size[q].eq(ld.index + 1)
 
@@ -480,7 +502,10 @@ class SprayScheduler(wiring.Component):
                     with m.Elif(up.state == EvState.GOOD):
                         m.d.sync += [bit(good).eq(1), bit(denied).eq(0), bit(bad).eq(0),
                                      bit(skip_now).eq(0), bit(skip_next).eq(0),
+                                     bit(trim_now).eq(0), bit(trim_next).eq(0),
                                      self.changed.valid.eq(bit(bad) | is_denied)]
+                    with m.Elif((up.state == EvState.SKIP) & up.trim):
+                        m.d.sync += [bit(trim_now).eq(1), bit(trim_next).eq(1)]
                     with m.Elif(up.state == EvState.SKIP):
                         m.d.sync += [bit(skip_now).eq(1), bit(skip_next).eq(1)]
                     with m.Elif(up.state == EvState.DENIED):
@@ -500,7 +525,8 @@ class SprayScheduler(wiring.Component):
                                     m.d.sync += [spares[q][p].eq(spares[q][p] - 1), fetch.eq(1),
                                                  fetch_qp.eq(q), fetch_index.eq(up.index),
                                                  bit(good).eq(0), bit(skip_now).eq(0),
-                                                 bit(skip_next).eq(0)]
+                                                 bit(skip_next).eq(0), bit(trim_now).eq(0),
+                                                 bit(trim_next).eq(0)]
                                     m.d.comb += self.replaced.eq(1)
                                 with m.Else():
                                     m.d.sync += [bit(good).eq(0), bit(bad).eq(1)]

@@ -80,6 +80,7 @@ class TxPipeline(wiring.Component):
     port_rate, port_limit : In(16), each port's line rate and the backlog it may hold before
         the spray passes it over (:class:`PortMeter`; rate 0: only a stalled output is busy)
     spray_mode : In(SprayMode), how the spray scheduler picks EVs (tx.spray)
+    trim_rounds : In(4), the rotations a trimmed EV is skipped (tx.trim_rounds)
     next_hop : In(ArrayLayout(48, planes)), each plane's Ethernet destination (0: the QP's)
     plane0 .. plane<N-1> : Out(PacketStream(width))
     Events (:attr:`events`, each cycle's increment of a counter the register bank keeps):
@@ -139,6 +140,7 @@ class TxPipeline(wiring.Component):
             "rx_ctx_addr": In(range(qps)), "rx_ctx": Out(static_layout()),
             "src_mac": In(48), "src_ip": In(128), "port_ready": In(planes),
             "port_rate": In(16), "port_limit": In(16), "spray_mode": In(SprayMode),
+            "trim_rounds": In(4),
             "next_hop": In(data.ArrayLayout(48, planes)),
             "requests": Out(1), "ev_refused": Out(1), "ev_replaced": Out(1),
             "status_sent": Out(1),
@@ -182,6 +184,7 @@ class TxPipeline(wiring.Component):
             seg.rx_addr.eq(self.rx_ctx_addr), self.rx_ctx.eq(seg.rx_static),
             srv6.src_ip.eq(self.src_ip), srv6.next_hop.eq(self.next_hop),
             spray.port_ready.eq(self.port_ready), spray.mode.eq(self.spray_mode),
+            spray.trim_rounds.eq(self.trim_rounds),
             # a port is busy while its output stalls (a MAC holding frames back) or while
             # more waits at it than its meter allows
             spray.port_busy.eq(Cat((getattr(self, f"plane{p}").valid

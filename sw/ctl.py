@@ -405,7 +405,7 @@ _CC_ALLOWED = {ProfileState.OFFLINE: {"algorithm", "config"},
 _CC_NEEDS = {ProfileState.OFFLINE: ("algorithm",), ProfileState.ONLINE: ("config",)}
 _MOVES = {(ProfileState.INIT, ProfileState.OFFLINE), (ProfileState.OFFLINE, ProfileState.ONLINE),
           (ProfileState.ONLINE, ProfileState.OFFLINE), (ProfileState.OFFLINE, ProfileState.INIT)}
-#: the states a controller may give an EV (SKIP is the NIC's own, for one rotation)
+#: the states a controller may give an EV (SKIP is the NIC's own, for a rotation or more)
 _SETTABLE = (EvState.GOOD, EvState.ASSUMED_BAD, EvState.DENIED)
 #: the EV states an event mask may name
 _EVENT_STATES = frozenset({EvState.GOOD, EvState.ASSUMED_BAD})

@@ -815,7 +815,7 @@ def mem_write(addr: int, data: bytes) -> Program:
 
 # -- EV events ---------------------------------------------------------------------------
 
-#: the states an EV event can report (SKIP is the NIC's own, for one rotation)
+#: the states an EV event can report (SKIP is the NIC's own, for a rotation or more)
 EVENT_STATES = (EvState.GOOD, EvState.ASSUMED_BAD, EvState.DENIED)
 
 

@@ -45,7 +45,7 @@ class SrMode(Enum, **_bits(2)):
 class EvState(Enum, **_bits(2)):
     """The health of one EV of a QP's profile (MRC-REFERENCE, EV states)."""
     GOOD = 0         # sprayed on
-    SKIP = 1         # left out for one rotation (ECN seen, or trimmed)
+    SKIP = 1         # left out for a rotation (ECN seen) or tx.trim_rounds (trimmed)
     ASSUMED_BAD = 2  # not used until a probe brings it back; replaced by a backup when one exists
     DENIED = 3       # set and cleared by management only
 

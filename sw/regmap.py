@@ -299,6 +299,10 @@ def _tx_registers():
            "in turn, and each plane's EVs in rounds, every EV once a round), 1 RANDOM "
            "(oblivious spraying: a plane and an EV drawn afresh for every packet, whatever "
            "went before)."),
+        _r("tx", "trim_rounds", 0x3D4, 4, "RW", 4,
+           "Rotations of its QP's profile an EV sits out after a NACK TRIMMED (a queue on its "
+           "path was full): the rest of the current period of so many rotations and the whole "
+           "next one (0 acts as 1). An ECN mark's SKIP lasts one rotation."),
     ]
     return regs
 
@@ -484,7 +488,7 @@ EVQ_ENTRY = {"qp": (0, 16), "index": (16, 16), "state": (32, 2), "management": (
 _EVQ = (
     _r("evq", "mask", 0x9E0, 4, "RW", 0,
        "Bit s: changes to EV state s are queued (1 GOOD, 4 ASSUMED_BAD, 8 DENIED; SKIP, the "
-       "NIC's own for one rotation, is never a change). 0: none."),
+       "NIC's own for a rotation or more, is never a change). 0: none."),
     _r("evq", "count", 0x9E4, 16, "RO", 0, "Events waiting in the EV event queue."),
     _r("evq", "pop", 0x9E8, 1, "CMD", 0, "Write 1: the oldest event leaves the queue."),
     _count("evq", "overflows", 0x9EC,

@@ -31,7 +31,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from mrcnic import wire
+from mrcnic import regmap, wire
 from mrcnic.evmap import EvLayout
 from mrcnic.simctl import profile_paths
 from mrcnic.transports import TRANSPORTS, transport
@@ -42,6 +42,8 @@ from mrcnic.verif.scale_net import FatTree, LeafSpine, Sim
 from mrcnic.verif.scale_nic import NicConfig, ScaleNic, Write
 from mrcnic.verif.scenarios import SCENARIOS, onto_dead_paths
 from mrcnic.verif.tbkit import CLOCK_NS
+
+_TRIM_TOP = (1 << regmap.by_name("tx.trim_rounds").width) - 1
 
 __all__ = ["FatTreeRun", "run_fattree", "run_rtl_case", "fct_figures"]
 
@@ -200,12 +202,12 @@ class FatTreeRun:
     flows: int | None = None
     #: the first window, in bandwidth-delay products (the driver's choice; not 1: a what-if)
     cwnd_bdp: float = 1.0
+    #: the rotations a trimmed EV is skipped (tx.trim_rounds; not the NIC's default: a what-if)
+    trim_rounds: int = NicConfig.trim_rounds
     #: what-ifs the gateware does not do (scale_nic.NicConfig): REPS's recycling of EVs whose
-    #: SACK came back unmarked, this many kept (0: off); a SKIP a trim sets, or one a SACK sets
-    #: (an ECN mark, a hole), for
-    #: this many rotations
+    #: SACK came back unmarked, this many kept (0: off); a SKIP a SACK sets (an ECN mark, a
+    #: hole) for this many rotations
     recycle: int = 0
-    trim_rounds: int = 1
     mark_rounds: int = 1
 
     def __post_init__(self):
@@ -221,8 +223,9 @@ class FatTreeRun:
                    f"flows is 1 .. {self.hosts()}, not {self.flows}"),
                   (isinstance(self.recycle, int) and self.recycle >= 0,
                    f"recycle keeps 0 or more EVs, not {self.recycle!r}"),
-                  (isinstance(self.trim_rounds, int) and self.trim_rounds >= 1,
-                   f"trim_rounds is 1 or more, not {self.trim_rounds!r}"),
+                  (isinstance(self.trim_rounds, int) and 1 <= self.trim_rounds <= _TRIM_TOP,
+                   f"trim_rounds is 1 .. {_TRIM_TOP} (tx.trim_rounds), not "
+                   f"{self.trim_rounds!r}"),
                   (isinstance(self.mark_rounds, int) and self.mark_rounds >= 1,
                    f"mark_rounds is 1 or more, not {self.mark_rounds!r}"),
                   (0 < self.cwnd_bdp <= 4, f"cwnd_bdp is above 0 and at most 4 (the "
@@ -238,14 +241,15 @@ class FatTreeRun:
 
     def as_is(self) -> FatTreeRun:
         """This run with none of its what-ifs: the NIC, and its first window, as they are."""
-        return replace(self, recycle=0, trim_rounds=1, mark_rounds=1, cwnd_bdp=1.0)
+        return replace(self, recycle=0, trim_rounds=NicConfig.trim_rounds, mark_rounds=1,
+                       cwnd_bdp=1.0)
 
     def whatif(self) -> str:
         """The what-ifs this run makes, in words ("": the NIC as it is)."""
         base = self.as_is()
         return ", ".join(w for w, name in (
             (f"recycle {self.recycle} EVs", "recycle"),
-            (f"a trim skips {self.trim_rounds} rotations", "trim_rounds"),
+            (f"tx.trim_rounds {self.trim_rounds}", "trim_rounds"),
             (f"a SACK's skip lasts {self.mark_rounds} rotations", "mark_rounds"),
             (f"a first window of {self.cwnd_bdp:g} BDP", "cwnd_bdp"))
             if getattr(self, name) != getattr(base, name))
@@ -371,8 +375,9 @@ def main(argv=None) -> int:
     ft.add_argument("--flows", type=int, default=None)
     ft.add_argument("--recycle", type=int, default=0,
                     help="what-if: reuse EVs whose SACK came back unmarked (REPS), N kept")
-    ft.add_argument("--trim-rounds", type=int, default=1,
-                    help="what-if: a trim skips its EV for N rotations (the NIC: 1)")
+    ft.add_argument("--trim-rounds", type=int, default=NicConfig.trim_rounds,
+                    help="the rotations a trimmed EV is skipped (tx.trim_rounds; "
+                         f"default {NicConfig.trim_rounds})")
     ft.add_argument("--mark-rounds", type=int, default=1,
                     help="what-if: an EV a SACK sets SKIP (an ECN mark, a hole) is skipped for N "
                          "rotations (the NIC: 1)")

@@ -21,7 +21,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from mrcnic import wire
+from mrcnic import regmap, wire
 from mrcnic.enums import EvState, RelMode
 from mrcnic.hdl.reorder_tracker import SACK_BITS
 from mrcnic.transports import Transport
@@ -53,11 +53,11 @@ class NicConfig:
     port_limit: int = 2400         # bytes a port may hold before the spray passes it over
     share_period: int = 0
     cc: Congestion = field(default_factory=Congestion)
+    trim_rounds: int = regmap.by_name("tx.trim_rounds").reset
     #: what-ifs the gateware does not do: recycle EVs whose SACK came back unmarked (REPS's
-    #: rule, this many kept; 0: off), and a SKIP set by a trim, or by a SACK (an ECN mark, a
-    #: hole), lasting this many rotations
+    #: rule, this many kept; 0: off), and a SKIP set by a SACK (an ECN mark, a hole) lasting
+    #: this many rotations, as a trim's lasts trim_rounds
     recycle: int = 0
-    trim_rounds: int = 1
     mark_rounds: int = 1
 
 
@@ -127,7 +127,8 @@ class ScaleNic:
             ents = profiles[q]
             spray = Spray([e[0] for e in ents], [e[1] for e in ents], [e[2] for e in ents],
                           transport.spray, self.rng, health=transport.ev_health,
-                          recycle=cfg.recycle)
+                          recycle=cfg.recycle, trim_rounds=cfg.trim_rounds,
+                          mark_rounds=cfg.mark_rounds)
             self.tx[q] = _Tx(q, dst, spray)
             self.rel.init(q, 0)
         self.order = list(self.tx)
@@ -288,9 +289,11 @@ class ScaleNic:
 
     # --- feedback ----------------------------------------------------------------------------
 
-    def _apply(self, t: _Tx, o, rounds: int = 1) -> None:
+    def _apply(self, t: _Tx, o, trim: bool = False) -> None:
+        """The reliability engine's outcome ``o``; ``trim``: of a NACK, whose SKIPs are
+        trims'."""
         for _, index, state in o.ev_updates:
-            t.spray.update(index, EvState(state), rounds)
+            t.spray.update(index, EvState(state), trim)
         for _, index in o.paths:
             t.spray.retire_path(index)
         for wr_id in o.completions:
@@ -320,7 +323,7 @@ class ScaleNic:
             o = self.rel.nack(pkt.qp, pkt.psn, pkt.ack, pkt.ev)
         if self.rel.q[pkt.qp].una != una:
             t.tstart = self.sim.now
-        self._apply(t, o, self.cfg.mark_rounds if pkt.kind == ACK else self.cfg.trim_rounds)
+        self._apply(t, o, trim=pkt.kind != ACK)
         self.kick()                     # (the window may have opened)
 
     # --- the retransmission timer -----------------------------------------------------------

@@ -280,6 +280,7 @@ async def trims_retransmit_at_once(dut):
     await rig.send_new(8)
     p0 = psns[0]
     ev_skip = 0
+    trimmed = {rig.ev_of[(1, (p0 + 3) % PSN_MOD)][0]}
     # TRIMMED: sent again at once, its EV skipped.
     out = await rig.nack(1, p0 + 3, wire.NackReason.TRIMMED)
     assert [u[2] for u in out.ev_updates] == [EvState.SKIP]
@@ -290,6 +291,7 @@ async def trims_retransmit_at_once(dut):
     assert out.ev_updates == [] and len(out.retransmits) == 1
     await rig.expect(out, "NACK TRIMMED_LASTHOP")
     # A trim of the retransmission goes again too, on yet another EV.
+    trimmed.add(rig.ev_of[(1, (p0 + 3) % PSN_MOD)][0])
     out = await rig.nack(1, p0 + 3, wire.NackReason.TRIMMED)
     await rig.expect(out, "a trimmed retransmission")
     ev_skip += 1
@@ -298,6 +300,16 @@ async def trims_retransmit_at_once(dut):
     await rig.expect(out, "NACK PSN_OOR_WINDOW")
     out = await rig.sack(1, p0 + 8, trig=p0 + 7)
     await rig.expect(out, "everything acknowledged")
+    # A trimmed EV sits out tx.trim_rounds rotations (4 from reset), where an ECN mark's SKIP
+    # lasts one: three profiles' worth of packets more leave both trimmed EVs out.
+    E = rig.p["evs"]
+    await rig.post(1, 3 * E)
+    await rig.send_new(3 * E, "the rotations after the trims")
+    used = {rig.ev_of[(1, (p0 + 8 + i) % PSN_MOD)][0] for i in range(3 * E)}
+    assert not trimmed & used, (f"trimmed EVs {sorted(map(hex, trimmed & used))} used within "
+                                "tx.trim_rounds rotations")
+    out = await rig.sack(1, p0 + 8 + 3 * E, trig=p0 + 7 + 3 * E)
+    await rig.expect(out, "everything acknowledged again")
     await rig.counters()
     assert rig.model.counters["ev_skip"] == ev_skip and rig.model.counters["rtx_trim"] == 3
 

@@ -54,14 +54,14 @@ class Tb:
             encode(self.lay["load"], dict(qp=q, index=plane, ev=ev, op=LoadOp.SPARE))))
         await self.load.wait()
 
-    async def update(self, q, i, state, management=0, path=0, others=None):
+    async def update(self, q, i, state, management=0, path=0, others=None, trim=0):
         """Sends an update and checks the change it reports against the model's state before
         it (the test keeps ``state`` as the gateware should have it): none for a refused one,
         a SKIP, or no change; ``others``, the entries a path-wide ASSUMED_BAD takes with it."""
         ignored = int(self.dut.ignored.value)
         seen = len(self.changes)
         await self.upd.send(AxiStreamFrame(encode(self.lay["update"], dict(
-            qp=q, index=i, state=state, management=management, path=path))))
+            qp=q, index=i, state=state, management=management, path=path, trim=trim))))
         await self.upd.wait()
         await ClockCycles(self.dut.clk, 3)
         refused = int(self.dut.ignored.value) != ignored
@@ -290,6 +290,61 @@ async def spray_follows_the_rules(dut):
     ignored = int(dut.ignored.value)
     await tb.update(1, small, EvState.SKIP)
     assert int(dut.ignored.value) == ignored + 1, "an update beyond the cleared profile went in"
+
+
+@cocotb.test()
+async def a_trim_skip_lasts_its_periods(dut):
+    """A trim's SKIP (``trim``) lasts the rest of the QP's current period of ``trim_rounds``
+    rotations and the whole next one, to the grant; an ECN mark's SKIP, set beside it, one
+    rotation. ``view_state`` reads SKIP for as long as either lasts, and GOOD clears both."""
+    p = params()
+    rng = random.Random(p["seed"] + 3)
+    P, T = p["planes"], 3
+    await setup(dut)
+    dut.port_ready.value = (1 << P) - 1
+    dut.trim_rounds.value = T
+    tb = Tb(dut, p, rng)
+    await tb.load_all()
+    n = tb.size
+
+    async def state(q, i):
+        dut.view_qp.value, dut.view_index.value = q, i
+        await ClockCycles(dut.clk, 1)
+        return EvState(int(dut.view_state.value))
+
+    # Into QP 0's second period, partway through a rotation.
+    done = (T + 1) * n + n // 3
+    await tb.grants([0], done)
+    trimmed, marked = 0, 1          # (on different planes, so each plane keeps open EVs)
+    await tb.update(0, trimmed, EvState.SKIP, trim=1)
+    await tb.update(0, marked, EvState.SKIP)
+    assert await state(0, trimmed) == EvState.SKIP and await state(0, marked) == EvState.SKIP
+    tb.state[0][trimmed] = tb.state[0][marked] = EvState.SKIP
+    # The mark's SKIP: the rest of this rotation and the next.
+    rotation_end = (done // n + 2) * n
+    await tb.grants([0], rotation_end - done)
+    tb.state[0][marked] = EvState.GOOD
+    assert await state(0, marked) == EvState.GOOD
+    assert await state(0, trimmed) == EvState.SKIP, "a trim's SKIP ended with the mark's"
+    # The trim's: to the end of the period after this one, not a grant less.
+    period_end = (done // (T * n) + 2) * T * n
+    await tb.grants([0], period_end - rotation_end)
+    tb.state[0][trimmed] = EvState.GOOD
+    assert await state(0, trimmed) == EvState.GOOD, "a trim's SKIP outlasted its periods"
+    gs = await tb.grants([0], 2 * n)
+    assert any(g["index"] == trimmed for g in gs), "the trimmed EV never came back"
+    # GOOD (a probe answered) ends a trim's SKIP at once; so does a load of the entry.
+    await tb.update(0, trimmed, EvState.SKIP, trim=1)
+    assert await state(0, trimmed) == EvState.SKIP
+    await tb.update(0, trimmed, EvState.GOOD)
+    assert await state(0, trimmed) == EvState.GOOD
+    # trim_rounds 0 acts as 1: the same rotation as a mark's.
+    dut.trim_rounds.value = 0
+    await tb.update(0, trimmed, EvState.SKIP, trim=1)
+    tb.state[0][trimmed] = EvState.SKIP
+    await tb.grants([0], 2 * n)
+    tb.state[0][trimmed] = EvState.GOOD
+    assert await state(0, trimmed) == EvState.GOOD, "trim_rounds 0 did not act as 1"
 
 
 @cocotb.test()

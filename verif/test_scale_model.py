@@ -154,11 +154,29 @@ def test_rounds_use_every_good_ev_once_planes_in_turn():
     assert {sp.pick([1]) for _ in range(8)} == {1, 3, 5, 7}
 
 
-def test_skip_lasts_a_rotation_and_a_held_path_is_passed_over():
+def test_skip_lasts_as_the_gateware_keeps_it_and_a_held_path_is_passed_over():
+    """A SKIP: the rest of the rotation (8 grants here) and the next; a trim's: the rest of
+    its period of trim_rounds rotations and the next; GOOD ends either."""
     sp = _spray()
+    for _ in range(3):
+        sp.pick([0, 1])
     sp.update(2, EvState.SKIP)
-    assert 2 not in [sp.pick([0, 1]) for _ in range(8)]
-    assert 2 in [sp.pick([0, 1]) for _ in range(16)]
+    assert 2 not in [sp.pick([0, 1]) for _ in range(5 + 7)] and sp.skipped(2)
+    assert sp.pick([0, 1]) != 2 and not sp.skipped(2)          # (the rotation's last grant)
+    assert 2 in [sp.pick([0, 1]) for _ in range(8)]
+    tr = Spray(list(range(100, 108)), [i % 2 for i in range(8)], [i // 2 for i in range(8)],
+               SprayMode.ROUNDS, random.Random(5), trim_rounds=2)
+    for _ in range(3):
+        tr.pick([0, 1])
+    tr.update(2, EvState.SKIP, trim=True)
+    tr.update(4, EvState.SKIP)
+    assert 2 not in [tr.pick([0, 1]) for _ in range(13 + 15)] and tr.skipped(2)
+    assert not tr.skipped(4)
+    assert tr.pick([0, 1]) != 2 and not tr.skipped(2)
+    assert 2 in [tr.pick([0, 1]) for _ in range(16)]
+    tr.update(2, EvState.SKIP, trim=True)
+    tr.update(2, EvState.GOOD)
+    assert not tr.skipped(2)
     # path 1 holds entries 2 and 3: passed over while their planes have another
     assert not {2, 3} & {sp.pick([0, 1], held={1}) for _ in range(16)}
     # retry: not on the entry that lost it, unless nothing else is left
@@ -179,8 +197,8 @@ def test_a_retired_path_takes_its_evs_but_never_the_last():
 
 def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
     """The scale model's what-ifs, not the NIC's rules: an entry whose SACK came back clean
-    goes again before the rounds (the latest ``recycle`` kept), and a SKIP may last several
-    rotations."""
+    goes again before the rounds (the latest ``recycle`` kept), and a SACK's SKIP may last
+    several rotations."""
     sp = Spray(list(range(100, 108)), [i % 2 for i in range(8)], [i // 2 for i in range(8)],
                SprayMode.ROUNDS, random.Random(5), recycle=2)
     for i in (5, 6, 7):
@@ -188,15 +206,16 @@ def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
     assert [sp.pick([0, 1]) for _ in range(2)] == [6, 7]      # (5 fell out)
     sp.clean(3)
     assert sp.pick([0]) != 3                                  # not on a plane that is ready
-    sp.update(2, EvState.SKIP, rounds=3)
-    assert 2 not in [sp.pick([0, 1]) for _ in range(20)]          # (a round: 8 grants)
-    assert 2 in [sp.pick([0, 1]) for _ in range(16)]
+    sk = Spray(list(range(100, 108)), [i % 2 for i in range(8)], [i // 2 for i in range(8)],
+               SprayMode.ROUNDS, random.Random(5), mark_rounds=3)
+    sk.update(2, EvState.SKIP)              # (at a rotation's start: 3 whole rotations and 3)
+    assert 2 not in [sk.pick([0, 1]) for _ in range(48)] and not sk.skipped(2)
     off = _spray()
     off.clean(5)
     assert sorted(off.pick([0, 1]) for _ in range(8)) == list(range(8))
-    r = scale_model.FatTreeRun(k=4, size=100_000, degraded=2, recycle=4, trim_rounds=4,
+    r = scale_model.FatTreeRun(k=4, size=100_000, degraded=2, recycle=4, trim_rounds=1,
                                mark_rounds=2)
-    assert r.whatif() == ("recycle 4 EVs, a trim skips 4 rotations, a SACK's skip lasts 2 "
+    assert r.whatif() == ("recycle 4 EVs, tx.trim_rounds 1, a SACK's skip lasts 2 "
                           "rotations")
     assert scale_model.FatTreeRun().whatif() == ""
     out = scale_model.run_fattree(r, "mrc", 1)
@@ -205,12 +224,12 @@ def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
 
 def test_what_ifs_run_beside_the_nic_and_stay_out_of_its_figures():
     tasks = scale_sweep.tasks_for(["fattree"], ["mrc", "spray"], [1, 2], [0, 8], [0.1, 0.25],
-                                  [1000], 16, None, [dict(trim_rounds=4)])
+                                  [1000], 16, None, [dict(trim_rounds=2)])
     extra = [t for t in tasks if t.run.whatif()]
     assert [(t.transport, t.seed, t.run.degraded, t.run.ratio) for t in extra] == \
         [("mrc", 1, 8, 0.1), ("mrc", 2, 8, 0.1)]
     assert len(tasks) == 2 * 2 * 3 + 2
-    assert extra[0].fabric() == "8 core links at 10%, what-if: a trim skips 4 rotations"
+    assert extra[0].fabric() == "8 core links at 10%, what-if: tx.trim_rounds 2"
     runs = [{"task": t.__dict__ | {"run": t.run.__dict__}, "error": None,
              "tail_over_ideal": 9.0 if t.run.whatif() else 1.5}
             for t in scale_sweep.tasks_for(["fattree"], ["mrc"], [1], [8], [0.1], [2_000_000],
@@ -326,7 +345,8 @@ def test_bad_sweep_arguments_are_refused(argv, message, capsys):
     (["fattree", "--size", "0"], "at least 1 byte"),
     (["rtl", "bogus"], "no case"),
     (["fattree", "--recycle", "-1"], "recycle keeps 0 or more"),
-    (["fattree", "--trim-rounds", "0"], "trim_rounds is 1 or more"),
+    (["fattree", "--trim-rounds", "0"], "trim_rounds is 1 .. 15"),
+    (["fattree", "--trim-rounds", "16"], "trim_rounds is 1 .. 15"),
     (["fattree", "--mark-rounds", "0"], "mark_rounds is 1 or more"),
     (["fattree", "--cwnd-bdp", "0"], "cwnd_bdp is above 0"),
 ])
