@@ -30,6 +30,7 @@ from pathlib import Path
 from mrcnic.transports import TRANSPORTS
 from mrcnic.verif.failover_sweep import parse_seeds
 from mrcnic.verif.scale_model import FatTreeRun
+from mrcnic.verif.scale_nic import NicConfig
 
 __all__ = ["Task", "run_task", "sweep", "TOLERANCES", "agreement", "bench"]
 
@@ -407,13 +408,14 @@ def write_doc(results: dict, runs: list[dict], agree: dict, plots: list[Path], d
             lines.append(f"| {key} | {tr} | {f['p50_over_ideal']:.3f} | "
                          f"{f['p99_over_ideal']:.3f} | {f['tail_over_ideal']:.3f} | "
                          f"{f['retransmissions']:.0f} |")
-    lines += ["", "Rows marked what-if are MRC with a change the NIC does not make "
-              "(`scale_model.FatTreeRun`; `python -m mrcnic.verif.scale_model fattree --help`): "
-              "an EV set SKIP by a trim or a SACK skipped for several rotations instead of "
-              "one, EVs whose "
-              "SACK came back unmarked used again first (REPS's recycling), a first window "
-              "other than one bandwidth-delay product. They measure what a change would buy "
-              "before it is made in the gateware; the figures below leave them out."]
+    lines += ["", "Rows marked what-if are MRC with a setting other than the NIC's defaults, "
+              "or a change the NIC does not make (`scale_model.FatTreeRun`; "
+              "`python -m mrcnic.verif.scale_model fattree --help`): `tx.trim_rounds` other "
+              f"than its {NicConfig.trim_rounds} (a trimmed EV skipped for so many rotations), "
+              "a first window other than one bandwidth-delay product; an EV set SKIP by a "
+              "SACK skipped for several rotations instead of one, EVs whose SACK came back "
+              "unmarked used again first (REPS's recycling). They measure what a change would "
+              "buy before it is made; the figures below leave them out."]
     lines += ["", "| figure | value | goal |", "|---|---|---|"]
     for k in sorted(k for k in results if k.startswith("tail_fct_ratio_")):
         goal = (f"<= {bound}" + (" (met)" if results[k] <= bound else
