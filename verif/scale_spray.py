@@ -120,7 +120,11 @@ class Spray:
         entry that lost the packet being sent again."""
         if not ready:
             return None
-        self._granted()
+        i = self._choose(ready, held, avoid)
+        self._granted()              # (a rotation ends after its last pick, as in the gateware)
+        return i
+
+    def _choose(self, ready: list[int], held, avoid: int | None) -> int:
         if self.mode is SprayMode.RANDOM:
             p = ready[0] if len(ready) == 1 else self.rng.choice(ready)
             members = self.members[p]
