@@ -89,6 +89,12 @@ class Tb:
         diff = {k: (got[0][k], v) for k, v in expect.items() if got[0][k] != v}
         assert not diff, f"update {q}/{i} -> {state.name}: (got, want) by field {diff}"
 
+    async def view_state(self, q, i):
+        """Entry ``i`` of QP ``q`` as ``view_state`` reads it."""
+        self.dut.view_qp.value, self.dut.view_index.value = q, i
+        await ClockCycles(self.dut.clk, 1)
+        return EvState(int(self.dut.view_state.value))
+
     async def check_table(self, q):
         """The table the host reads (``view_size``, ``view_ev``) holds QP ``q``'s profile as
         the test keeps it, spares that took an entry's place included; past it, 0."""
@@ -306,11 +312,7 @@ async def a_trim_skip_lasts_its_periods(dut):
     tb = Tb(dut, p, rng)
     await tb.load_all()
     n = tb.size
-
-    async def state(q, i):
-        dut.view_qp.value, dut.view_index.value = q, i
-        await ClockCycles(dut.clk, 1)
-        return EvState(int(dut.view_state.value))
+    state = tb.view_state
 
     # Into QP 0's second period, partway through a rotation.
     done = (T + 1) * n + n // 3
@@ -333,7 +335,7 @@ async def a_trim_skip_lasts_its_periods(dut):
     assert await state(0, trimmed) == EvState.GOOD, "a trim's SKIP outlasted its periods"
     gs = await tb.grants([0], 2 * n)
     assert any(g["index"] == trimmed for g in gs), "the trimmed EV never came back"
-    # GOOD (a probe answered) ends a trim's SKIP at once; so does a load of the entry.
+    # GOOD (a probe answered) ends a trim's SKIP at once.
     await tb.update(0, trimmed, EvState.SKIP, trim=1)
     assert await state(0, trimmed) == EvState.SKIP
     await tb.update(0, trimmed, EvState.GOOD)
@@ -372,16 +374,8 @@ async def held_paths_wait_and_a_dead_path_goes_whole(dut):
     def hold(q, held):
         dut.hold.value = sum(1 << (q * lay.paths + x) for x in held)
 
-    def view(q, i):
-        dut.view_qp.value, dut.view_index.value = q, i
-
     async def states(q):
-        out = []
-        for i in range(tb.size):
-            view(q, i)
-            await ClockCycles(dut.clk, 1)
-            out.append(EvState(int(dut.view_state.value)))
-        return out
+        return [await tb.view_state(q, i) for i in range(tb.size)]
 
     # A held path's entries wait; the other QP does not see QP 0's hold.
     dead = path_of(0, 0)
