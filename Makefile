@@ -11,8 +11,10 @@ JOBS     ?= 2
 XDIST    := -n $(JOBS) --dist loadgroup --no-loadscope-reorder
 TEST     ?=
 ARGS     ?=
+BOARD    ?=
+CONFIG   ?=
 
-.PHONY: all setup test regress demo demo-linux sim waves fst-deps bench coverage lint docs clean distclean help
+.PHONY: all setup test regress demo demo-linux sim waves fst-deps bench bitstream coverage lint docs clean distclean help
 
 all: test
 
@@ -25,6 +27,8 @@ help:
 	@echo "make sim TEST=NAME     one testbench, e.g. TEST=header_parser or TEST=icrc_inserter"
 	@echo "make waves TEST=NAME   the same with FST waves (WAVES=1 works on any sim verb)"
 	@echo "make bench             figures into build/bench/results.json"
+	@echo "make bitstream BOARD=B a board's bitstream (versa_ecp5, colorlight_5a75b; CONFIG=bringup|nic,"
+	@echo "                       ARGS='--help'): build/B/top.bit, report.json and report.md"
 	@echo "make coverage          line + toggle coverage per block from the end-to-end suite (docs/coverage.md)"
 	@echo "make lint              ruff + Verilator --lint-only on every block's Verilog"
 	@echo "make docs              regenerate docs/wire-format.md and docs/registers.md"
@@ -74,6 +78,11 @@ waves: $(STAMP) fst-deps
 
 bench: $(STAMP)
 	$(PY) -m mrcnic.verif.bench $(ARGS)
+
+# A board's bitstream with the PyPI Yosys and nextpnr; the board or configuration unknown, the
+# Python says which there are.
+bitstream: $(STAMP)
+	$(PY) -m mrcnic.boards.bitstream "$(BOARD)" $(if $(CONFIG),--config "$(CONFIG)") $(ARGS)
 
 # The end-to-end suite with Verilator coverage, one simulation at a time (ARGS='--help').
 coverage: $(STAMP)

@@ -1,6 +1,7 @@
 """Board NIC: everything a board without a host holds around the NIC, from the DDR buffers of
 its RGMII ports inward: a MAC per port, on-chip memory for host memory, the test pattern's
-writer and checker, and the management port on port 0."""
+writer and checker, and the management port on port 0. Built without the NIC, it is what
+brings a board up: reachable, its registers and memory at hand, its ports counting."""
 
 from amaranth import Module, Signal
 from amaranth.lib import wiring
@@ -46,11 +47,16 @@ class BoardNic(wiring.Component):
     * ``mem_size`` bytes of :class:`OnChipMemory` from address 0 serve the NIC's host-memory
       ports, shared with the pattern writer (``gen.*``) and checker (``chk.*``): a command
       starts one and stays pending until it is done.
+    * Without a NIC (``nic=None``) port 0's frames go to the management port alone, port 1's
+      MAC takes every frame it receives and drops it (its counters count it) and sends none,
+      and the management port knows only the board's registers: a request for any other word
+      is answered BAD_ADDRESS, as for any word the register map does not have.
 
     Parameters
     ----------
     width : the datapath width;  planes : ports, 1 .. ``regmap.BOARD_PLANES``
-    nic : {parameter: value} for :class:`Nic` (its ``width`` and ``planes`` are these)
+    nic : {parameter: value} for :class:`Nic` (its ``width`` and ``planes`` are these), or
+        None for a board without the NIC
     mem_size : bytes of on-chip memory;  max_frame : the MACs' largest frame, FCS not counted
     mac, ipv4, ipv6 : the management port's addresses (ints, first byte highest; 0: none)
 
@@ -74,10 +80,12 @@ class BoardNic(wiring.Component):
         self._width, self._planes = width, planes
         self._addr = (mac, ipv4, ipv6)
         self._window = board_window()
-        self._nic = Nic(width=width, planes=planes, **{**(nic or {})})
+        self._nic = None if nic is None else Nic(width=width, planes=planes, **nic)
         self._macs = [EthMac(width, max_frame, rx_domain=f"eth{p}_rx", tx_domain=f"eth{p}_tx")
                       for p in range(planes)]
-        self._mgmt = ManagementPort(width, clients, mgmt.DEFAULT_PORT)
+        # Without the NIC its registers do not exist: the management port's ROM says so.
+        self._mgmt = ManagementPort(width, clients, mgmt.DEFAULT_PORT,
+                                    regmap.REGISTERS if nic is not None else regmap.BOARD_REGISTERS)
         self._memory = OnChipMemory(width, mem_size)
         self._bank = RegisterBank({"board.mem_size": mem_size}, registers=regmap.BOARD_REGISTERS,
                                   planes=planes)
@@ -89,11 +97,9 @@ class BoardNic(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.nic = nic = self._nic
         m.submodules.mgmt = port = self._mgmt
         m.submodules.bank = bank = self._bank
         m.submodules.memory = memory = self._memory
-        m.submodules.share = share = MemoryShare(self._width)
         m.submodules.writer = writer = PatternWriter(self._width)
         m.submodules.checker = checker = PatternChecker(self._width)
         for p, mac in enumerate(self._macs):
@@ -104,6 +110,23 @@ class BoardNic(wiring.Component):
                          getattr(self, f"ddr{p}_tx_ctl").eq(mac.ddr_tx_ctl)]
             for name in MAC_COUNTERS:
                 m.d.comb += getattr(bank, f"mac_{name}_p{p}").eq(getattr(mac, name))
+        mac_addr, ipv4, ipv6 = self._addr
+        m.d.comb += [port.mac.eq(mac_addr), port.ipv4.eq(ipv4), port.ipv6.eq(ipv6)]
+        for name in MGMT_PORT_COUNTERS:
+            m.d.comb += getattr(bank, f"mgmt_{name}").eq(getattr(port, name))
+        if self._nic is None:
+            self._without_nic(m, port, bank, memory, writer, checker)
+        else:
+            self._with_nic(m, port, bank, memory, writer, checker)
+
+        self._run(m, bank, "gen", writer, lambda done: [bank.gen_error.eq(done.payload.error)])
+        self._run(m, bank, "chk", checker, lambda done: [bank.chk_error.eq(done.payload.error),
+                                                         bank.chk_bad.eq(done.payload.bad)])
+        return m
+
+    def _with_nic(self, m, port, bank, memory, writer, checker):
+        m.submodules.nic = nic = self._nic
+        m.submodules.share = share = MemoryShare(self._width)
         m.d.comb += nic.port_ready.eq(self.link)
 
         # Port 0: the NIC and the management port see the same frames, at the NIC's pace (the
@@ -121,10 +144,6 @@ class BoardNic(wiring.Component):
         for p, mac in enumerate(self._macs[1:], start=1):
             wiring.connect(m, mac.rx, getattr(nic, f"rx_plane{p}"))
             wiring.connect(m, getattr(nic, f"plane{p}"), mac.tx)
-        mac_addr, ipv4, ipv6 = self._addr
-        m.d.comb += [port.mac.eq(mac_addr), port.ipv4.eq(ipv4), port.ipv6.eq(ipv6)]
-        for name in MGMT_PORT_COUNTERS:
-            m.d.comb += getattr(bank, f"mgmt_{name}").eq(getattr(port, name))
 
         # Register accesses: the board's window to the board's bank, the rest to the NIC's.
         self._split_bus(m, port.bus, nic.bus, bank.bus)
@@ -140,10 +159,20 @@ class BoardNic(wiring.Component):
         # completion queue the registers read (cq.route), or are let go.
         m.d.comb += [nic.wr.valid.eq(0), nic.cpl.ready.eq(1), nic.rx_cpl.ready.eq(1)]
 
-        self._run(m, bank, "gen", writer, lambda done: [bank.gen_error.eq(done.payload.error)])
-        self._run(m, bank, "chk", checker, lambda done: [bank.chk_error.eq(done.payload.error),
-                                                         bank.chk_bad.eq(done.payload.bad)])
-        return m
+    def _without_nic(self, m, port, bank, memory, writer, checker):
+        # Port 0 is the management port's alone; the other ports take what they receive (their
+        # MACs count it) and send nothing.
+        mac0 = self._macs[0]
+        wiring.connect(m, mac0.rx, port.i)
+        wiring.connect(m, port.o, mac0.tx)
+        for mac in self._macs[1:]:
+            m.d.comb += [mac.rx.ready.eq(1), mac.tx.valid.eq(0)]
+        # The management port's ROM holds the board's registers only: every access it makes is
+        # the board bank's.
+        wiring.connect(m, port.bus, bank.bus)
+        # The memory is the pattern blocks' alone.
+        wiring.connect(m, checker.mem, memory.rd)
+        wiring.connect(m, writer.mem, memory.wr)
 
     def _split_bus(self, m, bus, nic_bus, board_bus):
         first, end = self._window

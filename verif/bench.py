@@ -231,7 +231,12 @@ SYNTH_HOW = ("synth_<block>_<cell>: ECP5 cells of each block alone at the NIC's 
              "mrcnic.boards.synth, build/synth/); synth_<block>_status: ok, or crashed / "
              "timeout / error with no cells; synth_<block>_lut4_sites: the LUT4 sites "
              "nextpnr-ecp5's packer gives it (logic, carry chains and distributed RAM), and "
-             "_pct_<device> their share of each board's device")
+             "_pct_<device> their share of each board's device; then each board's bitstream "
+             "at its default configuration (python -m mrcnic.boards.bitstream, build/<board>/"
+             "report.json): fmax_core_mhz_<board>, fmax_rgmii_rx_mhz_<board> and "
+             "fmax_rgmii_tx_mhz_<board> (the slowest port's) from nextpnr's timing after "
+             "routing, lut_pct_<board> (LUT4 sites) and bram_pct_<board> (DP16KD) of the device, "
+             "nic_config_<board> the configuration built")
 
 
 def _synth(results, names=None):
@@ -253,6 +258,13 @@ def _synth(results, names=None):
                 results[f"synth_{name}_lut4_sites_pct_{dev.lower().replace('-', '_')}"] = \
                     fill["TRELLIS_COMB"]
     print(synth.report(runs))
+    # Each board's bitstream at its default configuration, one after the other.
+    from mrcnic.boards import bitstream
+    for board in bitstream.targets.BOARDS:
+        report = bitstream.build(board, say=lambda line: None if ": 2." in line
+                                 else print(f"  {line}", flush=True))
+        results.update(bitstream.bench_figures(report))
+        print(bitstream.summary(report))
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,7 @@
 """The simulation builds every testbench, bench and demo shares: one name and parameter set per
 configuration, so each is built by Verilator once and reused by all of them."""
 
+from mrcnic.boards.addresses import BOARD_ADDRESSES, BOARD_B_ADDRESSES
 from mrcnic.hdl.header_parser import HeaderParser
 from mrcnic.hdl.icrc_checker import IcrcChecker
 from mrcnic.hdl.icrc_inserter import IcrcInserter
@@ -67,13 +68,6 @@ def board_pair(planes=2):
         {"common": {"width": 64, "planes": planes, "nic": BOARD_NIC, "mem_size": 1 << 16,
                     "max_frame": BOARD_NIC["max_frame"]},
          "a": BOARD_ADDRESSES, "b": BOARD_B_ADDRESSES}, f"board_pair_p{planes}")
-
-
-#: The management addresses of the simulated board (and of a bitstream built without others).
-BOARD_ADDRESSES = {"mac": 0x02_4D_52_43_00_01, "ipv4": 0xC0A8_0702,   # 192.168.7.2
-                   "ipv6": 0xFD00_0007 << 96 | 2}                      # fd00:7::2
-BOARD_B_ADDRESSES = {"mac": 0x02_4D_52_43_00_02, "ipv4": 0xC0A8_0703,
-                     "ipv6": 0xFD00_0007 << 96 | 3}
 
 
 #: The NIC configuration the tests, the bench and the demo share.

@@ -1,0 +1,140 @@
+"""What can be built for which board: the boards (their platform, oscillator, Ethernet ports and
+management addresses) and the named configurations of the gateware on them.
+
+A board's default configuration is the largest that fits it with margin (packed LUT4 sites at
+most :data:`LUT_MARGIN_PCT` of the device): the NIC at :data:`~mrcnic.boards.synth.BOARD_NIC`
+packs to more than a whole 45F (docs/boards.md), so today that is ``bringup`` on both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from amaranth.build import Resource
+from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
+from amaranth_boards.versa_ecp5 import VersaECP5Platform
+
+from .addresses import BOARD_ADDRESSES, BOARD_B_ADDRESSES
+from .synth import BOARD_NIC, DEVICES
+
+__all__ = ["BOARDS", "CONFIGS", "LUT_MARGIN_PCT", "Board",
+           "Colorlight5A75BTwoPorts", "Config", "NIC_BOARD_LUT4_SITES", "board", "config"]
+
+#: the most of a device's LUT4 sites a default configuration may take: room for routing to close
+LUT_MARGIN_PCT = 80.0
+
+#: The PHY's shared management pins: the board top holds them idle (reset released).
+PHY_CONTROL = ("rst", "mdc", "mdio")
+
+
+def _resource(platform: type, name: str, number: int) -> Resource:
+    return next(r for r in platform.resources if (r.name, r.number) == (name, number))
+
+
+def _without(resource: Resource, names) -> Resource:
+    """``resource`` without its subsignals called ``names``."""
+    return Resource(resource.name, resource.number,
+                    *[s for s in resource.ios if s.name not in names], resource.attrs)
+
+
+class Colorlight5A75BTwoPorts(Colorlight_5A75B_R70Platform):
+    """The Colorlight 5A-75B (v7.0) with both Ethernet ports requestable: its two PHYs share one
+    reset, MDC and MDIO, which amaranth-boards lists under both ports, so asking for both is a
+    conflict. Port 1 here has its data and clock pins only; port 0 keeps the shared pins."""
+
+    resources = [r for r in Colorlight_5A75B_R70Platform.resources
+                 if (r.name, r.number) != ("eth_rgmii", 1)] + [
+        _without(_resource(Colorlight_5A75B_R70Platform, "eth_rgmii", 1), PHY_CONTROL)]
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board the bitstream build knows.
+
+    platform : the amaranth-boards platform class
+    osc : the oscillator resource the PLL runs from
+    ports : the ``eth_rgmii`` resource numbers, port 0 (the management port's) first
+    tx_clock_phase : degrees the RGMII TX clock leaves after the data's edges. RGMII wants it
+        centred in the data (90 degrees, 2 ns) by someone: 0 where the PHY delays TXC itself
+    addresses : the management port's MAC, IPv4 and IPv6 addresses unless the build says others
+    default_config : the largest configuration that fits with margin (see the module's doc)
+    why : why that configuration is the default, for the report
+    program : how to load the bitstream (openFPGALoader; never needed to build)
+    """
+    name: str
+    platform: type
+    osc: str
+    ports: tuple[int, ...]
+    tx_clock_phase: int
+    addresses: dict = field(hash=False)
+    default_config: str
+    why: str
+    program: str
+
+
+#: LUT4 sites the NIC at BOARD_NIC packs to, as last measured (python -m mrcnic.boards.synth
+#: --pack nic_board; docs/boards.md): what keeps it off both boards for now
+NIC_BOARD_LUT4_SITES = 52_474
+
+
+def _nic_too_big(device: str) -> str:
+    total = DEVICES[device]["LUT4"]
+    return (f"nic does not fit: the NIC at BOARD_NIC packs to {NIC_BOARD_LUT4_SITES:,} LUT4 sites "
+            f"(python -m mrcnic.boards.synth --pack nic_board), "
+            f"{100 * NIC_BOARD_LUT4_SITES / total:.0f}% of the {device}'s {total:,}")
+
+
+BOARDS: dict[str, Board] = {
+    "versa_ecp5": Board(
+        name="versa_ecp5", platform=VersaECP5Platform, osc="clk100", ports=(0, 1),
+        # Its 88E1512 PHYs are taken to add no TX clock delay (as LiteX's Versa target does):
+        # the FPGA centres TXC. Not yet checked on a board.
+        tx_clock_phase=90, addresses=BOARD_ADDRESSES, default_config="bringup",
+        why=_nic_too_big(VersaECP5Platform.device),
+        program="openFPGALoader -b ecp5_evn build/versa_ecp5/top.bit"),
+    "colorlight_5a75b": Board(
+        name="colorlight_5a75b", platform=Colorlight5A75BTwoPorts, osc="clk25", ports=(0, 1),
+        # Its B50612D PHYs delay TXC themselves (LiteX's Colorlight targets send it unshifted).
+        # Not yet checked on a board.
+        tx_clock_phase=0, addresses=BOARD_B_ADDRESSES, default_config="bringup",
+        why=_nic_too_big(Colorlight_5A75B_R70Platform.device),
+        program="openFPGALoader -c ft232 build/colorlight_5a75b/top.bit"),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """A configuration of the gateware: ``nic`` the :class:`~mrcnic.hdl.nic.Nic`'s parameters, or
+    None for a board without it; ``what`` says what it holds."""
+    name: str
+    nic: dict | None = field(hash=False)
+    what: str
+
+
+CONFIGS: dict[str, Config] = {
+    "nic": Config("nic", BOARD_NIC,
+                  "the whole board NIC: two MACs, the management port, on-chip memory, the "
+                  "pattern writer and checker, and the MRC NIC at boards/synth.py's BOARD_NIC"),
+    "bringup": Config("bringup", None,
+                      "the board without the MRC NIC: two MACs (port 1 counts what it receives "
+                      "and sends nothing), the management port (ARP, neighbour discovery, the "
+                      "UDP register protocol over the board's registers), on-chip memory, the "
+                      "pattern writer and checker"),
+}
+
+
+def board(name: str) -> Board:
+    """The board called ``name``; a ValueError naming the boards there are if none is."""
+    try:
+        return BOARDS[name]
+    except KeyError:
+        raise ValueError(f"unknown board {name!r}; boards: {', '.join(BOARDS)}") from None
+
+
+def config(name: str) -> Config:
+    """The configuration called ``name``; a ValueError naming those there are if none is."""
+    try:
+        return CONFIGS[name]
+    except KeyError:
+        raise ValueError(f"unknown configuration {name!r}; configurations: "
+                         f"{', '.join(CONFIGS)}") from None
