@@ -72,19 +72,21 @@ class NeighbourResponder(wiring.Component):
         # A solicitation's checksum, summed a beat's 16-bit words at a time as the frame comes:
         # the pseudo-header's addresses and the message (its length is in the frame's bytes 18
         # and 19, which arrive before any byte of the message).
+        # The message's end needs the length only from the beat after the one it arrives in:
+        # that beat ends before the message starts, so its bytes are in the sum whatever the
+        # length says, and the length is read from the captured bytes alone (from the beat
+        # as it arrives, it put an adder and a compare before the sum: the core clock's
+        # critical path on the boards).
         acc = Signal(16 + (cap // 2).bit_length())
-        at_len = (_IP6 + 4) // L                 # the beat the payload length arrives in
-        live = i.payload.data.word_select(((_IP6 + 4) % L), 8)
-        live_len = Cat(i.payload.data.word_select(((_IP6 + 5) % L), 8), live)
-        seen_len = Cat(buf.word_select(_IP6 + 5, 8), buf.word_select(_IP6 + 4, 8))
-        plen_now = Mux(beat == at_len, live_len, seen_len)
+        assert ((_IP6 + 4) // L + 1) * L <= _ICMP
+        plen_seen = Cat(buf.word_select(_IP6 + 5, 8), buf.word_select(_IP6 + 4, 8))
         terms = []
         for lane in range(0, L, 2):
             off = Signal(range(cap + L + 1), name=f"offset{lane}")
             m.d.comb += off.eq(beat * L + lane)
             hi = Mux(i.payload.keep[lane], i.payload.data.word_select(lane, 8), 0)
             lo = Mux(i.payload.keep[lane + 1], i.payload.data.word_select(lane + 1, 8), 0)
-            terms.append(Mux((off >= _IP6 + 8) & (off < _ICMP + plen_now) & (beat < beats),
+            terms.append(Mux((off >= _IP6 + 8) & (off < _ICMP + plen_seen) & (beat < beats),
                              Cat(lo, hi), 0))
         with m.If(i.valid):
             m.d.sync += acc.eq(Mux(beat == 0, 0, acc) + sum(terms))

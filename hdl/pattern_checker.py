@@ -53,6 +53,13 @@ class PatternChecker(wiring.Component):
                         for k in range(L)])
         bad = Signal(range(L + 1))
         m.d.comb += bad.eq(sum(differs[k] for k in range(L)))
+        # A beat's count joins the total a cycle after the beat: the compare against the
+        # pattern, the count and the sum in the cycle the beat leaves block RAM were the core
+        # clock's deepest path on the boards.
+        pend = Signal(range(L + 1))
+        m.d.sync += pend.eq(0)
+        with m.If(~result.error):
+            m.d.sync += result.bad.eq(result.bad + pend)
 
         with m.FSM():
             with m.State("IDLE"):
@@ -74,9 +81,11 @@ class PatternChecker(wiring.Component):
                     with m.If(d.error):
                         m.d.sync += [result.error.eq(1), result.bad.eq(0)]
                     with m.Elif(~result.error):
-                        m.d.sync += result.bad.eq(result.bad + bad)
+                        m.d.sync += pend.eq(bad)
                     with m.If(d.last):
-                        m.next = "DONE"
+                        m.next = "SUM"
+            with m.State("SUM"):           # the last beat's count joins the total
+                m.next = "DONE"
             with m.State("DONE"):
                 m.d.comb += done.valid.eq(1)
                 with m.If(done.ready):
