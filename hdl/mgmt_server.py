@@ -473,9 +473,14 @@ class MgmtServer(wiring.Component):
                     m.d.sync += out_status.eq(St.DENIED)
                     m.next = "RECORD"
                 with m.Else():
-                    m.d.comb += [bus.addr.eq(waddr), bus.w_data.eq(fword),
-                                 bus.r_stb.eq(reading), bus.w_stb.eq(writes)]
-                    m.next = "RESULT"
+                    m.next = "ACCESS"
+            with m.State("ACCESS"):
+                # The access a cycle after the checks that allow it: from the descriptor ROM's
+                # output through the bus into the register bank in one cycle was the boards'
+                # core clock's critical path.
+                m.d.comb += [bus.addr.eq(waddr), bus.w_data.eq(fword),
+                             bus.r_stb.eq(reading), bus.w_stb.eq(writes)]
+                m.next = "RESULT"
             with m.State("RESULT"):
                 word = Signal(32)
                 m.d.comb += word.eq(bus.r_data)
