@@ -374,10 +374,12 @@ def write(runs, agree, out: Path) -> Path:
 HOW = ("verif/scale_sweep.py (block scale; the model: verif/scale_model.py, scale_nic.py, "
        "scale_net.py, scale_spray.py): the 1024-host three-tier fat tree (k=16, 100 Gb/s, 1 us "
        "a hop, queues of one BDP, ECN 20-80% of it) with every host writing 2,000,000 B to "
-       "another (a random permutation, seed 1), 128 EVs a QP, per transport; "
+       "another (a random permutation, seed 1), 128 EVs a QP, per transport, NSCC as the "
+       "driver sets it for this fabric (scale_model.FATTREE_CC); "
        "tail_fct_ratio_<transport>_fattree1024[_degraded|_degraded25]: the slowest write's "
        "completion time over one such write alone on the idle fabric, healthy and with the 8 "
        "core links down to pod 0's Agg 0 at 10% (and 25%, uet-htsim's own) of their rate; "
+       "MRC at 10% over seeds 1-3 (GOAL_SEEDS), its figure their median and _worst the worst; "
        "scale_agreement[metric]: the compare cases run on the model beside the RTL's runs of "
        "them (medians over each case's seeds), how many (case, transport) pairs agree within "
        "the tolerance stated")
