@@ -1,12 +1,13 @@
 """Acknowledgement generator: SACKs (coalesced) and NACKs from the receiver's packet outcomes."""
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
 
+from .bits import decode
 from .reorder_tracker import PSN_BITS, SACK_BITS
 from .rx_event import AckKind, RxOutcome, ack_layout, event_layout
 
@@ -142,7 +143,7 @@ class AckGenerator(wiring.Component):
                     with m.Case(O.PLACED, O.EMPTY):
                         count = st.pending + 1
                         m.d.comb += [
-                            took.eq(Const(1, Q) << ev.qp),
+                            took.eq(decode(ev.qp, Q)),
                             nxt.ooo_count.eq(st.ooo_count + ev.ooo),
                             nxt.rcvd_bytes.eq(st.rcvd_bytes + ev.length), nxt.last.eq(arrived),
                             nxt.since.eq(Mux(st.pending == 0, now, st.since)),

@@ -2,7 +2,7 @@
 
 from amaranth import Cat, Mux, Signal
 
-__all__ = ["first_set", "first_from"]
+__all__ = ["decode", "first_set", "first_from"]
 
 
 def first_set(m, bits, name="first"):
@@ -40,3 +40,10 @@ def first_from(m, bits, start, name="first"):
     at = Signal(range(n), name=name)
     m.d.comb += at.eq(Mux(start + k >= n, start + k - n, start + k))
     return at
+
+
+def decode(index, width):
+    """``(1 << index)[:width]`` as a decoder, each output bit one comparison. A shift by a
+    variable amount is as wide as its largest shift and each of its output bits depends on
+    every input bit: Amaranth's netlist and Verilator's C++ both pay for that, width squared."""
+    return Cat(*[index == i for i in range(width)])

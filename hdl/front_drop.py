@@ -1,6 +1,6 @@
 """Front drop: removes a per-frame number of leading bytes from every frame."""
 
-from amaranth import Module, Signal
+from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -52,7 +52,7 @@ class FrontDrop(wiring.Component):
         def bits(count):
             """``count`` bytes (a multiple of the unit) in bits, so the shifter has only the
             unit's positions."""
-            return (count >> ub) << (3 + ub)
+            return Cat(Const(0, 3 + ub), count[ub:])   # (a constant shift: narrow)
 
         # This frame's shift (bytes dropped modulo the beat) and whole beats still to drop.
         req = self.drop.payload.bytes
@@ -126,7 +126,7 @@ class FrontDrop(wiring.Component):
                 total = Signal(range(2 * L + 1))
                 rest = Signal(range(L + 1))         # bytes carry holds
                 m.d.comb += [rest.eq(L - s), total.eq(L - s + n),
-                             o.data.eq(carry | (d.data << bits(rest))),
+                             o.data.eq(carry | (d.data << bits(rest))[:8 * L]),
                              self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready)]
                 with m.If(d.last & (total <= L)):
                     m.d.comb += [o.last.eq(1), o.keep.eq(keep_mask(m, total, L))]

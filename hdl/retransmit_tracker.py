@@ -12,7 +12,7 @@ from mrcnic.enums import EvState, RelMode
 from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
 
-from .bits import first_from
+from .bits import decode, first_from
 from .ev_fields import ev_path
 from .headers import header_view
 from .reorder_tracker import PSN_BITS, SACK_BITS
@@ -271,7 +271,8 @@ class RetransmitTracker(wiring.Component):
         # slot (the read port is transparent), and a payload must not change under valid.
         frozen = Signal()
         held = Signal(rec_layout)
-        rec = rec_layout(Mux(frozen, held, rd.data))
+        rec = Signal(rec_layout)     # (a signal: each field read of an expression converts it again)
+        m.d.comb += rec.eq(Mux(frozen, held, rd.data))
         offering = self.retransmit.valid | self.ev_update.valid | self.cpl.valid
         taken = ((self.retransmit.valid & self.retransmit.ready)
                  | (self.ev_update.valid & self.ev_update.ready) | (self.cpl.valid & self.cpl.ready))
@@ -335,7 +336,7 @@ class RetransmitTracker(wiring.Component):
         mark_set, mark_clr = Signal(NP), Signal(NP)
 
         def path_bit(ev):
-            return (Const(1, NP) << ev_path(lay, ev))[:NP]
+            return decode(ev_path(lay, ev), NP)
         pb = self.probed.payload
         with m.If(self.probed.valid):
             count("probes_sent")
@@ -611,7 +612,7 @@ class RetransmitTracker(wiring.Component):
                         for q in range(Q):
                             with m.If(cq == q):
                                 m.d.sync += probe_live[q].eq(
-                                    probe_live[q] & ~(Const(1, K) << hit)[:K])
+                                    probe_live[q] & ~decode(hit, K))
                         m.next = "SACK_CHECK"
                 with m.Else():
                     m.next = "SACK_CHECK"

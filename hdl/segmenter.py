@@ -1,6 +1,6 @@
 """Segmenter: cuts each write request into MTU-sized packets with their PSNs and opcodes."""
 
-from amaranth import Array, Const, Module, Mux, Signal
+from amaranth import Array, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic import wire
 from mrcnic.enums import WrOpcode, WrStatus
 
-from .bits import first_from
+from .bits import decode, first_from
 from .qp_context import READ_PORTS, QpContext, QpState, context_write_layout, static_layout
 
 __all__ = ["WrOpcode", "WrStatus", "work_request_layout", "packet_descriptor_layout",
@@ -166,7 +166,7 @@ class Segmenter(wiring.Component):
         m.d.comb += elig.eq(active & self.open)
         # The next eligible QP after ``cur`` (``cur`` itself last).
         nxt = first_from(m, elig, Mux(cur == Q - 1, 0, cur + 1), "nxt")
-        others = (elig & ~(Const(1, Q) << cur)[:Q]).any()
+        others = (elig & ~decode(cur, Q)).any()
 
         slot = s_rd.data
         picking = Signal()

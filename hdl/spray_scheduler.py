@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic.enums import EvState, LoadOp, SprayMode
 from mrcnic.evmap import EvLayout
 
-from .bits import first_from
+from .bits import decode, first_from
 from .ev_fields import ev_path
 
 __all__ = ["EvState", "LoadOp", "SprayMode", "SprayScheduler"]
@@ -166,12 +166,49 @@ class SprayScheduler(wiring.Component):
         # sees every change made up to the cycle before.
         m.submodules.ev_mem = ev_mem = Memory(shape=32, depth=Q * E, init=[])
         m.submodules.spare_mem = spare_mem = Memory(shape=32, depth=Q * P * B, init=[])
-        good = [Signal(E, name=f"good_q{q}") for q in range(Q)]
-        denied = [Signal(E, name=f"denied_q{q}") for q in range(Q)]
-        bad = [Signal(E, name=f"bad_q{q}") for q in range(Q)]        # ASSUMED_BAD, not replaced
+        # A bitmap's bits are written through masks, never by assigning one bit at a variable
+        # index: that converts to an E-way case for each bitmap, QP and write, which at 256
+        # EVs was most of the block's Verilog (and of its Verilator build). Each bitmap's next
+        # value is ``after`` (what a pick or a rotation leaves), with the bits of ``sets``
+        # set and those of ``clears`` cleared: a load or an update wins over a pick, as it
+        # did when it was the later assignment.
+        after, sets, clears = {}, {}, {}
+
+        def bitmap(name):
+            state = [Signal(E, name=f"{name}_q{q}") for q in range(Q)]
+            after[name], sets[name], clears[name] = (
+                [Signal(E, name=f"{name}_q{q}_{k}") for q in range(Q)]
+                for k in ("after", "set", "clear"))
+            for q in range(Q):
+                m.d.comb += after[name][q].eq(state[q])
+                m.d.sync += state[q].eq(after[name][q] & ~clears[name][q] | sets[name][q])
+            return state
+
+        def write(q, bits, **values):
+            """Bits ``bits`` of QP ``q``'s bitmaps named, to 1 or 0 (one write each a cycle)."""
+            for name, v in values.items():
+                m.d.comb += (sets if v else clears)[name][q].eq(bits)
+
+        good = bitmap("good")
+        denied = bitmap("denied")
+        bad = bitmap("bad")        # ASSUMED_BAD, not replaced
         # Each entry's path (EvLayout.path of its EV), kept beside its health so a pick can
         # pass over a held path's entries in the same cycle.
         paths = [Signal(data.ArrayLayout(range(NP), E), name=f"paths_q{q}") for q in range(Q)]
+
+        def named(value, name):
+            """``value`` as a signal. An expression sliced bit by bit converts once per bit;
+            a signal's bits are only wires."""
+            out = Signal(len(value), name=name)
+            m.d.comb += out.eq(value)
+            return out
+
+        def onehot(index, name):
+            return named(decode(index, E), name)
+
+        def set_path(q, one, path):
+            """The entry of ``one`` (:func:`onehot`) of QP ``q`` is on ``path``."""
+            m.d.sync += paths[q].eq(Cat(*[Mux(one[i], path, paths[q][i]) for i in range(E)]))
         peer_up = [Signal(P, name=f"peer_up_q{q}", init=(1 << P) - 1) for q in range(Q)]
         with m.If(self.peer.valid):
             for q in range(Q):
@@ -189,17 +226,17 @@ class SprayScheduler(wiring.Component):
         bad_ready = ready_for(self.bad_qp)
         m.d.comb += self.bad.eq(Array(bad)[self.bad_qp]
                                 & Cat(*[bad_ready[i % P] for i in range(E)]))
-        skip_now = [Signal(E, name=f"skip_now_q{q}") for q in range(Q)]
-        skip_next = [Signal(E, name=f"skip_next_q{q}") for q in range(Q)]
+        skip_now = bitmap("skip_now")
+        skip_next = bitmap("skip_next")
         # A trim's SKIP: the same pair of masks, turned over once a period of trim_rounds
         # rotations (``period``: the rotations of the current one gone by).
-        trim_now = [Signal(E, name=f"trim_now_q{q}") for q in range(Q)]
-        trim_next = [Signal(E, name=f"trim_next_q{q}") for q in range(Q)]
+        trim_now = bitmap("trim_now")
+        trim_next = bitmap("trim_next")
         period = [Signal(4, name=f"period_q{q}") for q in range(Q)]
         size = [Signal(range(E + 1), name=f"size_q{q}") for q in range(Q)]
         turn = [Signal(range(P), name=f"turn_q{q}") for q in range(Q)]
         grants = [Signal(range(E + 1), name=f"grants_q{q}") for q in range(Q)]
-        used = [Signal(E, name=f"used_q{q}") for q in range(Q)]
+        used = bitmap("used")
         spares = [[Signal(range(B + 1), name=f"spares_q{q}_p{p}") for p in range(P)]
                   for q in range(Q)]
 
@@ -262,9 +299,10 @@ class SprayScheduler(wiring.Component):
         def plane_wise(first, fallback, name):
             """``first`` on each plane that has one of its bits, ``fallback`` on the others."""
             out = Signal(E, name=name)
+            first, fallback = named(first, f"{name}_first"), named(fallback, f"{name}_fallback")
             for p in range(P):
                 lanes = range(p, E, P)
-                has = Cat(*[first[i] for i in lanes]).any()
+                has = named(Cat(*[first[i] for i in lanes]).any(), f"{name}_has_p{p}")
                 for i in lanes:
                     m.d.comb += out[i].eq(Mux(has, first[i], fallback[i]))
             return out
@@ -296,8 +334,8 @@ class SprayScheduler(wiring.Component):
         # A retry leaves out the entry that lost the packet, if a ready plane has another.
         avoid = Signal(E)
         m.d.comb += avoid.eq(Mux(self.request.payload.retry,
-                                 (Const(1, E) << self.request.payload.avoid)[:E], 0))
-        others = base & ~avoid
+                                 onehot(self.request.payload.avoid, "avoid_one"), 0))
+        others = named(base & ~avoid, "others")
         eligible = Signal(E)
         unused = Signal(E)
         m.d.comb += [eligible.eq(Mux(on_ready_plane(others), others, base)),
@@ -377,13 +415,16 @@ class SprayScheduler(wiring.Component):
 
         # ---- per-QP turn, rotation and SKIP expiry on each grant picked ------------------
         picked = self.request.valid & self.request.ready & ~probe
+        picked_one = onehot(index, "picked_one")
 
         def end_rotation(q):
             """What was skipped since the last boundary now waits one more rotation, what
             waited is GOOD again; a trim's skip turns over likewise once a period."""
-            m.d.sync += [grants[q].eq(0), skip_now[q].eq(skip_next[q]), skip_next[q].eq(0)]
+            m.d.sync += grants[q].eq(0)
+            m.d.comb += [after["skip_now"][q].eq(skip_next[q]), after["skip_next"][q].eq(0)]
             with m.If(period[q] + 1 >= self.trim_rounds):
-                m.d.sync += [period[q].eq(0), trim_now[q].eq(trim_next[q]), trim_next[q].eq(0)]
+                m.d.sync += period[q].eq(0)
+                m.d.comb += [after["trim_now"][q].eq(trim_next[q]), after["trim_next"][q].eq(0)]
             with m.Else():
                 m.d.sync += period[q].eq(period[q] + 1)
 
@@ -396,8 +437,8 @@ class SprayScheduler(wiring.Component):
                     for p in range(P):
                         with m.Case(p):
                             others = used[q] & ~Const(sum(1 << i for i in range(p, E, P)), E)
-                            m.d.sync += used[q].eq(Mux(renew[p], others, used[q])
-                                                   | (Const(1, E) << index))
+                            m.d.comb += after["used"][q].eq(Mux(renew[p], others, used[q])
+                                                            | picked_one)
                 with m.If(grants[q] + 1 >= size[q]):
                     end_rotation(q)
                 with m.Else():
@@ -408,10 +449,12 @@ class SprayScheduler(wiring.Component):
         spare_wr = spare_mem.write_port()
         ld = self.load.payload
         ld_plane = ld.index[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        ld_one = onehot(ld.index, "ld_one")
 
         # ---- updates (two cycles when a spare must be fetched) ---------------------------
         up = self.update.payload
         up_plane = up.index[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        up_one = onehot(up.index, "up_one")
         spare_rd = spare_mem.read_port(transparent_for=())
         # Replacing an ASSUMED_BAD EV by a spare: the update cycle takes the EV out of use and
         # reads the spare; the next cycle writes it in and puts the entry back in use, so no pick
@@ -423,6 +466,7 @@ class SprayScheduler(wiring.Component):
         fetch = Signal()
         fetch_qp = Signal(range(Q))
         fetch_index = Signal(range(E))
+        fetch_one = onehot(fetch_index, "fetch_one")
         m.d.comb += [self.update.ready.eq(~fetch & ~self.load.valid),   # one at a time
                      self.load.ready.eq(~fetch)]
 
@@ -433,16 +477,13 @@ class SprayScheduler(wiring.Component):
             for q in range(Q):
                 with m.If(fetch_qp == q):
                     # The spare is new to the round: it may be picked before the round ends.
-                    m.d.sync += [good[q].bit_select(fetch_index, 1).eq(1),
-                                 used[q].bit_select(fetch_index, 1).eq(0),
-                                 paths[q][fetch_index].eq(ev_path(lay, spare_rd.data))]
+                    write(q, fetch_one, good=1, used=0)
+                    set_path(q, fetch_one, ev_path(lay, spare_rd.data))
         with m.Elif(self.load.valid & (ld.op == LoadOp.CLEAR)):
             for q in range(Q):
                 with m.If(ld.qp == q):
-                    m.d.sync += [good[q].eq(0), denied[q].eq(0), bad[q].eq(0), skip_now[q].eq(0),
-                                 skip_next[q].eq(0), trim_now[q].eq(0), trim_next[q].eq(0),
-                                 period[q].eq(0), size[q].eq(0), grants[q].eq(0),
-                                 used[q].eq(0), turn[q].eq(0),
+                    write(q, Const((1 << E) - 1, E), **{name: 0 for name in after})
+                    m.d.sync += [period[q].eq(0), size[q].eq(0), grants[q].eq(0), turn[q].eq(0),
                                  *[spares[q][p].eq(0) for p in range(P)]]
         with m.Elif(self.load.valid & (ld.op == LoadOp.SPARE)):
             for q in range(Q):
@@ -462,15 +503,9 @@ class SprayScheduler(wiring.Component):
                          ev_wr.data.eq(ld.ev)]
             for q in range(Q):
                 with m.If(ld.qp == q):
-                    m.d.sync += [good[q].bit_select(ld.index, 1).eq(1),
-                                 paths[q][ld.index].eq(ev_path(lay, ld.ev)),
-                                 used[q].bit_select(ld.index, 1).eq(0),
-                                 denied[q].bit_select(ld.index, 1).eq(0),
-                                 bad[q].bit_select(ld.index, 1).eq(0),
-                                 skip_now[q].bit_select(ld.index, 1).eq(0),
-                                 skip_next[q].bit_select(ld.index, 1).eq(0),
-                                 trim_now[q].bit_select(ld.index, 1).eq(0),
-                                 trim_next[q].bit_select(ld.index, 1).eq(0)]
+                    write(q, ld_one, good=1, used=0, denied=0, bad=0, skip_now=0,
+                          skip_next=0, trim_now=0, trim_next=0)
+                    set_path(q, ld_one, ev_path(lay, ld.ev))
                     with m.If(ld.index >= size[q]):
                         m.d.sync += size[q].eq(ld.index + 1)
 
@@ -485,36 +520,38 @@ class SprayScheduler(wiring.Component):
                     # The reliability engine may not retire a QP's last GOOD EV with no spare to
                     # take its place: the QP could never send again, nor get the news back.
                     no_spare = Array(spares[q])[up_plane] == 0
-                    rest = good[q] & ~(Const(1, E) << up.index)[:E]
+                    rest = good[q] & ~up_one
                     last_one = (~up.management & (up.state == EvState.ASSUMED_BAD) & no_spare
                                 & ~rest.any())
                     # With ``path``, the other GOOD entries on its path go too, if that leaves
                     # a GOOD EV or a spare.
-                    same = Cat(*[paths[q][i] == paths[q][up.index] for i in range(E)])
+                    mine = named(paths[q][up.index], f"path_q{q}")
+                    same = named(Cat(*[paths[q][i] == mine for i in range(E)]), f"same_q{q}")
                     siblings = Signal(E, name=f"siblings_q{q}")
                     m.d.comb += siblings.eq(Mux(up.path & (~no_spare | (rest & ~same).any()),
                                                 rest & same, 0))
                     refuse = ((up.index >= size[q]) | last_one
                               | (~up.management & (is_denied | (up.state == EvState.DENIED))))
                     bit = lambda s, q=q: s[q].bit_select(up.index, 1)  # noqa: E731
+                    one = up_one
                     with m.If(refuse):
                         m.d.comb += update_refused.eq(1)
                     with m.Elif(up.state == EvState.GOOD):
-                        m.d.sync += [bit(good).eq(1), bit(denied).eq(0), bit(bad).eq(0),
-                                     bit(skip_now).eq(0), bit(skip_next).eq(0),
-                                     bit(trim_now).eq(0), bit(trim_next).eq(0),
-                                     self.changed.valid.eq(bit(bad) | is_denied)]
+                        write(q, one, good=1, denied=0, bad=0, skip_now=0, skip_next=0,
+                              trim_now=0, trim_next=0)
+                        m.d.sync += self.changed.valid.eq(bit(bad) | is_denied)
                     with m.Elif((up.state == EvState.SKIP) & up.trim):
-                        m.d.sync += [bit(trim_now).eq(1), bit(trim_next).eq(1)]
+                        write(q, one, trim_now=1, trim_next=1)
                     with m.Elif(up.state == EvState.SKIP):
-                        m.d.sync += [bit(skip_now).eq(1), bit(skip_next).eq(1)]
+                        write(q, one, skip_now=1, skip_next=1)
                     with m.Elif(up.state == EvState.DENIED):
-                        m.d.sync += [bit(good).eq(0), bit(denied).eq(1), bit(bad).eq(0),
-                                     self.changed.valid.eq(~is_denied)]
+                        write(q, one, good=0, denied=1, bad=0)
+                        m.d.sync += self.changed.valid.eq(~is_denied)
                     with m.Else():   # ASSUMED_BAD
-                        m.d.sync += [good[q].eq(good[q] & ~siblings),
-                                     bad[q].eq(bad[q] | siblings),
-                                     self.changed.valid.eq(bit(good) | siblings.any()),
+                        # (the entry itself is cleared from good below, with its siblings)
+                        write(q, siblings | one, good=0)
+                        write(q, siblings, bad=1)
+                        m.d.sync += [self.changed.valid.eq(bit(good) | siblings.any()),
                                      chg.others.eq(siblings),
                                      chg.replaced.eq(Array(spares[q])[up_plane] != 0)]
                         for p in range(P):
@@ -523,11 +560,10 @@ class SprayScheduler(wiring.Component):
                                     m.d.comb += [spare_rd.en.eq(1), spare_rd.addr.eq(
                                         (q * P + p) * B + spares[q][p] - 1)]
                                     m.d.sync += [spares[q][p].eq(spares[q][p] - 1), fetch.eq(1),
-                                                 fetch_qp.eq(q), fetch_index.eq(up.index),
-                                                 bit(good).eq(0), bit(skip_now).eq(0),
-                                                 bit(skip_next).eq(0), bit(trim_now).eq(0),
-                                                 bit(trim_next).eq(0)]
+                                                 fetch_qp.eq(q), fetch_index.eq(up.index)]
+                                    write(q, one, skip_now=0, skip_next=0, trim_now=0,
+                                          trim_next=0)
                                     m.d.comb += self.replaced.eq(1)
                                 with m.Else():
-                                    m.d.sync += [bit(good).eq(0), bit(bad).eq(1)]
+                                    write(q, siblings | one, bad=1)
         return m
