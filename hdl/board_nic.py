@@ -59,6 +59,8 @@ class BoardNic(wiring.Component):
         None for a board without the NIC
     mem_size : bytes of on-chip memory;  max_frame : the MACs' largest frame, FCS not counted
     mac, ipv4, ipv6 : the management port's addresses (ints, first byte highest; 0: none)
+    make_nic : what makes the NIC from its parameters: :class:`Nic`, or something with its
+        signature (a simulation of two boards has both share one compiled NIC)
 
     Attributes
     ----------
@@ -69,7 +71,7 @@ class BoardNic(wiring.Component):
 
     def __init__(self, width=64, planes=2, nic=None, mem_size=1 << 16, max_frame=2048,
                  mac=0x02_4D_52_43_00_01, ipv4=0, ipv6=0,
-                 clients=mgmt.BOARD_CLIENTS):
+                 clients=mgmt.BOARD_CLIENTS, make_nic=Nic):
         if not isinstance(planes, int) or not 1 <= planes <= regmap.BOARD_PLANES:
             raise ValueError(f"planes must be 1 .. {regmap.BOARD_PLANES}, not {planes!r}")
         for name, value, bits in (("mac", mac, 48), ("ipv4", ipv4, 32), ("ipv6", ipv6, 128)):
@@ -80,7 +82,7 @@ class BoardNic(wiring.Component):
         self._width, self._planes = width, planes
         self._addr = (mac, ipv4, ipv6)
         self._window = board_window()
-        self._nic = None if nic is None else Nic(width=width, planes=planes, **nic)
+        self._nic = None if nic is None else make_nic(width=width, planes=planes, **nic)
         self._macs = [EthMac(width, max_frame, rx_domain=f"eth{p}_rx", tx_domain=f"eth{p}_tx")
                       for p in range(planes)]
         # Without the NIC its registers do not exist: the management port's ROM says so.

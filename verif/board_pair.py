@@ -6,7 +6,9 @@ from amaranth.hdl import DomainRenamer
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
+from mrcnic.hdl.nic import Nic
 from mrcnic.verif.board_pins import BoardPins, board_domains
+from mrcnic.verif.prebuilt import Prebuilt
 
 __all__ = ["BoardPair", "pair_domains"]
 
@@ -21,7 +23,11 @@ class BoardPair(wiring.Component):
     clock domains are prefixed too: ``a_eth0_rx`` and so on; the core clock is shared."""
 
     def __init__(self, common: dict, a: dict, b: dict):
-        self._boards = {"a": BoardPins(**common, **a), "b": BoardPins(**common, **b)}
+        # One NIC module for both boards: Verilator compiles it once.
+        def make_nic(**params):
+            return Prebuilt(Nic, params, "mrc_nic")
+        self._boards = {name: BoardPins(**common, **addresses, make_nic=make_nic)
+                        for name, addresses in (("a", a), ("b", b))}
         self._planes = common.get("planes", 2)
         members = {}
         for name, board in self._boards.items():
