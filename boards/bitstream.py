@@ -180,10 +180,13 @@ PACE = 20.0
 
 class _Progress:
     """Shows a tool's log as it grows: milestones at once, iterations now and then, and that
-    it is still running when it says nothing for a minute."""
+    it is still running when it says nothing for a minute. Without ``yosys_steps``, Yosys's
+    steps are not shown (a run of many builds)."""
 
-    def __init__(self, stage: str, log: Path, say: Callable[[str], None], t0: float):
+    def __init__(self, stage: str, log: Path, say: Callable[[str], None], t0: float,
+                 yosys_steps: bool = True):
         self.stage, self.log, self.say, self.t0 = stage, log, say, t0
+        self.yosys_steps = yosys_steps
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -214,7 +217,7 @@ class _Progress:
             for line in lines:
                 line = line.rstrip()
                 if self.stage == "yosys":
-                    shown = bool(_YOSYS_STEP.match(line))
+                    shown = self.yosys_steps and bool(_YOSYS_STEP.match(line))
                 elif _MILESTONES.search(line):
                     shown = True
                 elif _ITERATIONS.search(line) and now - last_iter >= PACE:
@@ -242,11 +245,13 @@ def _commands(script: str) -> list[tuple[str, str]]:
 
 def build(board_name: str | targets.Board, config_name: str | None = None, core_hz: float | None = None,
           addresses: dict | None = None, out: Path = OUT, stages=("yosys", "nextpnr", "ecppack"),
-          say: Callable[[str], None] = print, mem_size: int | None = None) -> dict:
+          say: Callable[[str], None] = print, mem_size: int | None = None,
+          yosys_steps: bool = True) -> dict:
     """Builds ``config_name`` (default: the board's) for ``board_name`` (or a
     :class:`~mrcnic.boards.targets.Board`); the report (also in ``out/<board>/report.json`` and
     ``report.md``). ``stages`` stops it early (the regress test synthesises only); ``mem_size``
-    is the on-chip memory's bytes. Raises ValueError for an unknown board or configuration or a
+    is the on-chip memory's bytes. ``say`` takes the progress lines; without ``yosys_steps``
+    they leave out Yosys's steps. Raises ValueError for an unknown board or configuration or a
     core clock the PLL cannot make, before anything runs."""
     from .board_top import DEFAULT_CORE_HZ, MEM_SIZE, BoardTop
     board = board_name if isinstance(board_name, targets.Board) else targets.board(board_name)
@@ -296,7 +301,7 @@ def build(board_name: str | targets.Board, config_name: str | None = None, core_
         t1 = time.monotonic()
         say(f"[{t1 - t0:5.0f} s] {stage}: running")
         (work / logs[stage]).unlink(missing_ok=True)
-        with _Progress(stage, work / logs[stage], say, t0), \
+        with _Progress(stage, work / logs[stage], say, t0, yosys_steps), \
                 open(work / f"{stage}.out", "w") as output:
             rc = subprocess.run(["sh", "-c", command], cwd=work, env=env, stdin=subprocess.DEVNULL,
                                 stdout=output, stderr=subprocess.STDOUT).returncode

@@ -123,18 +123,19 @@ CONFIGS: dict[str, Config] = {
 }
 
 
+def _named(table: dict, kind: str, name: str):
+    """``table[name]``; a ValueError naming the ``kind``s there are if none is."""
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(f"unknown {kind} {name!r}; {kind}s: {', '.join(table)}") from None
+
+
 def board(name: str) -> Board:
     """The board called ``name``; a ValueError naming the boards there are if none is."""
-    try:
-        return BOARDS[name]
-    except KeyError:
-        raise ValueError(f"unknown board {name!r}; boards: {', '.join(BOARDS)}") from None
+    return _named(BOARDS, "board", name)
 
 
 def config(name: str) -> Config:
     """The configuration called ``name``; a ValueError naming those there are if none is."""
-    try:
-        return CONFIGS[name]
-    except KeyError:
-        raise ValueError(f"unknown configuration {name!r}; configurations: "
-                         f"{', '.join(CONFIGS)}") from None
+    return _named(CONFIGS, "configuration", name)

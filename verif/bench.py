@@ -261,8 +261,8 @@ def _synth(results, names=None):
     # Each board's bitstream at its default configuration, one after the other.
     from mrcnic.boards import bitstream
     for board in bitstream.targets.BOARDS:
-        report = bitstream.build(board, say=lambda line: None if ": 2." in line
-                                 else print(f"  {line}", flush=True))
+        report = bitstream.build(board, say=lambda line: print(f"  {line}", flush=True),
+                                 yosys_steps=False)
         results.update(bitstream.bench_figures(report))
         print(bitstream.summary(report))
 
