@@ -100,11 +100,11 @@ class EthMac(wiring.Component):
 
         # Send: store and forward in the core clock -> crossing -> PHY clock.
         wiring.connect(m, wiring.flipped(self.tx), mac_tx.i)
-        # Buffered: its read side hands out registers, so the write pointer's crossing and
-        # compare end there and not in the transmitter's logic (the 125 MHz TX clock's
-        # critical path on a speed-6 ECP5 without it).
-        m.submodules.tx_cdc = tx_cdc = fifo.AsyncFIFOBuffered(
-            width=packet_layout(self._width).size, depth=9, w_domain="sync", r_domain=txd)
+        # The transmitter takes each beat into a register of its own and asks for the next
+        # from a flip-flop, so the crossing's read side carries no logic of the transmitter's
+        # (that was the 125 MHz TX clock's critical path on a speed-6 ECP5).
+        m.submodules.tx_cdc = tx_cdc = fifo.AsyncFIFO(
+            width=packet_layout(self._width).size, depth=8, w_domain="sync", r_domain=txd)
         sink = self._rgmii_tx.i
         m.d.comb += [tx_cdc.w_data.eq(mac_tx.o.payload), tx_cdc.w_en.eq(mac_tx.o.valid),
                      mac_tx.o.ready.eq(tx_cdc.w_rdy),

@@ -2,7 +2,7 @@
 reads and writes over UDP on IPv4 or IPv6, carried out on the CSR bus."""
 
 from amaranth import C, Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -66,7 +66,8 @@ class MgmtServer(wiring.Component):
       IPv4 header or checksum, IPv4 options or fragments, lengths that disagree, a wrong UDP
       checksum, a datagram shorter than the header or with another magic, a reply, a frame
       longer than the largest request). Counted in ``missed``: a request that arrives while
-      another is being served (the client retransmits it).
+      another is being served, or whose first beat comes the cycle after a frame for us
+      ends, while that one is being judged (the client retransmits it).
 
     Attributes
     ----------
@@ -109,6 +110,7 @@ class MgmtServer(wiring.Component):
 
         busy = Signal()          # a request is being served
         accept = Signal()        # the frame judged this cycle is a request to serve
+        ours = Signal()          # the frame that ended last cycle is addressed to us
 
         # ---- Receive: every frame's first bytes into flip-flops, the frame into block RAM
         # (unless a request is being served), and two ones' complement sums of its 16-bit words,
@@ -128,7 +130,9 @@ class MgmtServer(wiring.Component):
         m.d.comb += i.ready.eq(1)
         m.d.sync += ended.eq(0)
         first = beat == 0
-        m.d.comb += store_now.eq(Mux(first, ~busy & ~accept, storing))
+        # (a frame that starts as an earlier one of ours waits for its judgement is not
+        # stored: the store may be that one's)
+        m.d.comb += store_now.eq(Mux(first, ~busy & ~accept & ~(ended & ours), storing))
         offsets = [Signal(range((depth + 2) * L), name=f"offset{lane}") for lane in range(L)]
         for lane, off in enumerate(offsets):
             m.d.comb += off.eq(beat * L + lane)
@@ -158,7 +162,10 @@ class MgmtServer(wiring.Component):
             with m.If(i.payload.last):
                 m.d.sync += [beat.eq(0), ended.eq(1)]
 
-        # ---- Judge the frame that ended last cycle.
+        # ---- Judge the frame that ended last cycle, over two cycles: the checks are taken
+        # into flip-flops with a copy of what serving the frame needs, and the next cycle
+        # decides on them. (Sums, folds and the decision in one cycle were too deep for the
+        # slower ECP5s' core clock; and the next frame may start overwriting the bytes.)
         eth = header_view(buf, ETHERNET, 0)
         ip4 = header_view(buf, IPV4, ETHERNET.length)
         ip6 = header_view(buf, IPV6, ETHERNET.length)
@@ -172,7 +179,6 @@ class MgmtServer(wiring.Component):
                  & (ip4.protocol == IPPROTO_UDP) & ((udp4.dport == self._port) | unparsed4))
         ours6 = (is6 & (self.ipv6 != 0) & (ip6.dst == self.ipv6)
                  & (ip6.next_header == IPPROTO_UDP) & (udp6.dport == self._port))
-        ours = Signal()
         m.d.comb += ours.eq((eth.dst == self.mac) & (ours4 | ours6))
 
         def be16(k):
@@ -204,29 +210,33 @@ class MgmtServer(wiring.Component):
         good = Signal()
         m.d.comb += good.eq(Mux(is6, good6, good4) & (length <= depth * L))
 
-        judged = Signal()
-        m.d.comb += judged.eq(ended & ours)
-        with m.If(judged & ~good):
+        # What serving a request needs of it: the copy, then (once accepted) kept while the
+        # next frames come in.
+        fields = data.StructLayout({
+            "v6": 1, "mac": 48, "ip": 128, "port": 16,
+            "len": 16,                    # the datagram's payload, in bytes
+            "hdr": 8 * _HDR})             # the request's management header, as bytes
+        judged, judged_good, judged_storing = Signal(), Signal(), Signal()
+        copy = Signal(fields)
+        m.d.sync += [judged.eq(ended & ours), judged_good.eq(good), judged_storing.eq(storing),
+                     copy.v6.eq(is6), copy.mac.eq(eth.src),
+                     copy.ip.eq(Mux(is6, ip6.src, ip4.src)),
+                     copy.port.eq(Mux(is6, udp6.sport, udp4.sport)),
+                     copy.len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
+                     copy.hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
+                                     buf[8 * _U4:8 * (_U4 + _HDR)]))]
+        with m.If(judged & ~judged_good):
             m.d.comb += self.dropped.eq(1)
-        with m.If(judged & good & (busy | ~storing)):
+        with m.If(judged & judged_good & (busy | ~judged_storing)):
             m.d.comb += self.missed.eq(1)
-        m.d.comb += accept.eq(judged & good & ~busy & storing)
+        m.d.comb += accept.eq(judged & judged_good & ~busy & judged_storing)
 
-        # ---- What serving a request needs of it, kept while the next frames come in.
-        r6 = Signal()
-        r_mac = Signal(48)
-        r_ip = Signal(128)
-        r_port = Signal(16)
-        r_len = Signal(16)            # the datagram's payload, in bytes
-        r_crc = Signal(32)
-        r_hdr = Signal(8 * _HDR)      # the request's management header, as bytes
+        kept = Signal(fields)
         with m.If(accept):
-            m.d.sync += [r6.eq(is6), r_mac.eq(eth.src),
-                         r_ip.eq(Mux(is6, ip6.src, ip4.src)),
-                         r_port.eq(Mux(is6, udp6.sport, udp4.sport)),
-                         r_len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
-                         r_hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
-                                      buf[8 * _U4:8 * (_U4 + _HDR)]))]
+            m.d.sync += kept.eq(copy)
+        r6, r_mac, r_ip, r_port, r_len, r_hdr = (kept.v6, kept.mac, kept.ip, kept.port,
+                                                 kept.len, kept.hdr)
+        r_crc = Signal(32)
         req = header_view(r_hdr, mgmt.HEADER, 0, reserved=True)
 
         # ---- Decode: the protocol's checks, in its decoder's order.

@@ -1,7 +1,7 @@
 """Pattern checker: reads a memory region and counts the bytes that differ from the test pattern,
 for a board's traffic tests."""
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -46,18 +46,19 @@ class PatternChecker(wiring.Component):
         m.d.comb += [req.payload.addr.eq(job.addr), req.payload.length.eq(job.length),
                      done.payload.eq(result)]
 
-        # A beat's bytes that differ from the pattern, among those it holds.
-        want = pattern_beat(m, job.seed, word, L // 4)
+        # Each beat passes three registers: the beat with its pattern, then its count of bytes
+        # that differ, then the total. Read, compare, count and sum in fewer cycles were the
+        # core clock's deepest paths on the boards (the memory's read path ends in a shifter).
         d = rsp.payload
-        differs = Cat(*[(d.data.word_select(k, 8) != want.word_select(k, 8)) & d.keep[k]
+        got = Signal.like(d)
+        got_valid = Signal()
+        want = Signal(self._width)
+        pattern_now = pattern_beat(m, job.seed, word, L // 4)   # (the beat coming now's)
+        m.d.sync += got_valid.eq(0)
+        differs = Cat(*[(got.data.word_select(k, 8) != want.word_select(k, 8)) & got.keep[k]
                         for k in range(L)])
-        bad = Signal(range(L + 1))
-        m.d.comb += bad.eq(sum(differs[k] for k in range(L)))
-        # A beat's count joins the total a cycle after the beat: the compare against the
-        # pattern, the count and the sum in the cycle the beat leaves block RAM were the core
-        # clock's deepest path on the boards.
         pend = Signal(range(L + 1))
-        m.d.sync += pend.eq(0)
+        m.d.sync += pend.eq(Mux(got_valid & ~result.error, sum(differs[k] for k in range(L)), 0))
         with m.If(~result.error):
             m.d.sync += result.bad.eq(result.bad + pend)
 
@@ -77,14 +78,17 @@ class PatternChecker(wiring.Component):
             with m.State("READ"):
                 m.d.comb += rsp.ready.eq(1)
                 with m.If(rsp.valid):
-                    m.d.sync += word.eq(word + L // 4)
+                    m.d.sync += [word.eq(word + L // 4), got.eq(d),
+                                 want.eq(pattern_now)]
                     with m.If(d.error):
                         m.d.sync += [result.error.eq(1), result.bad.eq(0)]
-                    with m.Elif(~result.error):
-                        m.d.sync += pend.eq(bad)
+                    with m.Else():
+                        m.d.sync += got_valid.eq(1)
                     with m.If(d.last):
-                        m.next = "SUM"
-            with m.State("SUM"):           # the last beat's count joins the total
+                        m.next = "COUNT"
+            with m.State("COUNT"):         # the last beat is counted...
+                m.next = "SUM"
+            with m.State("SUM"):           # ...and its count joins the total
                 m.next = "DONE"
             with m.State("DONE"):
                 m.d.comb += done.valid.eq(1)

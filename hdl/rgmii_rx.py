@@ -68,9 +68,12 @@ class RgmiiRx(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes = self._width // 8
-        byte = self.ddr_data
-        dv = self.ddr_ctl[0]
-        er = self.ddr_ctl[0] ^ self.ddr_ctl[1]
+        # The DDR buffer's outputs are registered again here: from the I/O cell to the logic
+        # is a long route, and at 125 MHz it left no time for the logic after it.
+        byte, ctl = Signal(8), Signal(2)
+        m.d.sync += [byte.eq(self.ddr_data), ctl.eq(self.ddr_ctl)]
+        dv = ctl[0]
+        er = ctl[0] ^ ctl[1]
         o = self.o
 
         crc = Signal(32)

@@ -53,15 +53,23 @@ class RgmiiTx(wiring.Component):
         crc = Signal(32)
         step = Signal(range(max(ETH_PREAMBLE_BYTES, ETH_FCS_BYTES) + 1))
         gap = Signal(range(self._ifg + 1), init=self._ifg)
-        n = keep_count(m, i.payload.keep)
+        # The next beat waits in a register of its own, taken from ``i`` whenever it is empty:
+        # ``i.ready`` is then a flip-flop, not the end of the state machine's logic (at 125 MHz
+        # the crossing's read pointer could not also carry that). A beat lasts 8 or more bytes
+        # here, so one in reserve keeps up.
+        nxt = Signal.like(i.payload)
+        nxt_valid = Signal()
+        m.d.comb += i.ready.eq(~nxt_valid)
+        with m.If(~nxt_valid):
+            m.d.sync += [nxt.eq(i.payload), nxt_valid.eq(i.valid)]
+        n = keep_count(m, nxt.keep)
         pad_to = ETH_MIN_FRAME - ETH_FCS_BYTES
 
         def send(byte, err=0):
             m.d.sync += [self.ddr_data.eq(byte), self.ddr_ctl.eq(1 | (~err & 1) << 1)]
 
         def take_beat():
-            m.d.comb += i.ready.eq(1)
-            m.d.sync += [shift.eq(i.payload.data), left.eq(n), last.eq(i.payload.last)]
+            m.d.sync += [shift.eq(nxt.data), left.eq(n), last.eq(nxt.last), nxt_valid.eq(0)]
 
         def data_byte(byte):
             send(byte)
@@ -75,7 +83,7 @@ class RgmiiTx(wiring.Component):
                 m.d.sync += [self.ddr_data.eq(0), self.ddr_ctl.eq(0)]
                 with m.If(gap != self._ifg):
                     m.d.sync += gap.eq(gap + 1)
-                with m.Elif(i.valid):
+                with m.Elif(nxt_valid):
                     take_beat()
                     send(ETH_PREAMBLE)
                     m.d.sync += [step.eq(1), length.eq(0), crc.eq(0xFFFF_FFFF)]
@@ -96,7 +104,7 @@ class RgmiiTx(wiring.Component):
                             m.next = "FCS_START"
                         with m.Else():
                             m.next = "PAD"
-                    with m.Elif(i.valid):
+                    with m.Elif(nxt_valid):
                         take_beat()
                     with m.Else():
                         m.next = "UNDERRUN"
@@ -123,8 +131,6 @@ class RgmiiTx(wiring.Component):
                 m.d.sync += [self.ddr_data.eq(0), self.ddr_ctl.eq(0), gap.eq(0)]
                 with m.If(last):
                     m.next = "IDLE"
-                with m.Else():
-                    m.d.comb += i.ready.eq(1)
-                    with m.If(i.valid & i.payload.last):
-                        m.d.sync += last.eq(1)
+                with m.Elif(nxt_valid):
+                    m.d.sync += [nxt_valid.eq(0), last.eq(nxt.last)]
         return m
