@@ -5,10 +5,7 @@ first byte on the wire; ``keep`` has one bit per lane, all ones except on the la
 is a contiguous run from lane 0 with at least one bit set; ``last`` marks a frame's final beat.
 """
 
-import operator
-from functools import reduce
-
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -36,19 +33,18 @@ def PacketStream(width):
 def keep_count(m, keep):
     """The number of bytes a beat holds, for a ``keep`` that is a contiguous run from lane 0."""
     count = Signal(range(len(keep) + 1))
-    # (an OR of the values of the one run that matches: shallow, where a chain of choices is
-    # as deep as there are lanes)
-    terms = [Mux(keep == (1 << n) - 1, n, 0) for n in range(1, len(keep) + 1)]
-    m.d.comb += count.eq(reduce(operator.or_, terms))
+    for n in range(1, len(keep) + 1):
+        with m.If(keep == (1 << n) - 1):
+            m.d.comb += count.eq(n)
     return count
 
 
 def keep_mask(m, count, lanes):
     """The ``keep`` of a beat holding ``count`` bytes (0 .. lanes) from lane 0."""
     mask = Signal(lanes)
-    # (a comparison a lane: shallow, where a chain of choices is as deep as there are lanes;
-    # a count past ``lanes`` gives no lanes, as it did)
-    m.d.comb += mask.eq(Mux(count <= lanes, Cat(*[count > k for k in range(lanes)]), 0))
+    for k in range(1, lanes + 1):
+        with m.If(count == k):
+            m.d.comb += mask.eq((1 << k) - 1)
     return mask
 
 
