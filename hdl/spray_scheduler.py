@@ -533,23 +533,21 @@ class SprayScheduler(wiring.Component):
                     refuse = ((up.index >= size[q]) | last_one
                               | (~up.management & (is_denied | (up.state == EvState.DENIED))))
                     bit = lambda s, q=q: s[q].bit_select(up.index, 1)  # noqa: E731
-                    one = up_one
                     with m.If(refuse):
                         m.d.comb += update_refused.eq(1)
                     with m.Elif(up.state == EvState.GOOD):
-                        write(q, one, good=1, denied=0, bad=0, skip_now=0, skip_next=0,
+                        write(q, up_one, good=1, denied=0, bad=0, skip_now=0, skip_next=0,
                               trim_now=0, trim_next=0)
                         m.d.sync += self.changed.valid.eq(bit(bad) | is_denied)
                     with m.Elif((up.state == EvState.SKIP) & up.trim):
-                        write(q, one, trim_now=1, trim_next=1)
+                        write(q, up_one, trim_now=1, trim_next=1)
                     with m.Elif(up.state == EvState.SKIP):
-                        write(q, one, skip_now=1, skip_next=1)
+                        write(q, up_one, skip_now=1, skip_next=1)
                     with m.Elif(up.state == EvState.DENIED):
-                        write(q, one, good=0, denied=1, bad=0)
+                        write(q, up_one, good=0, denied=1, bad=0)
                         m.d.sync += self.changed.valid.eq(~is_denied)
                     with m.Else():   # ASSUMED_BAD
-                        # (the entry itself is cleared from good below, with its siblings)
-                        write(q, siblings | one, good=0)
+                        write(q, siblings | up_one, good=0)
                         write(q, siblings, bad=1)
                         m.d.sync += [self.changed.valid.eq(bit(good) | siblings.any()),
                                      chg.others.eq(siblings),
@@ -561,9 +559,9 @@ class SprayScheduler(wiring.Component):
                                         (q * P + p) * B + spares[q][p] - 1)]
                                     m.d.sync += [spares[q][p].eq(spares[q][p] - 1), fetch.eq(1),
                                                  fetch_qp.eq(q), fetch_index.eq(up.index)]
-                                    write(q, one, skip_now=0, skip_next=0, trim_now=0,
+                                    write(q, up_one, skip_now=0, skip_next=0, trim_now=0,
                                           trim_next=0)
                                     m.d.comb += self.replaced.eq(1)
                                 with m.Else():
-                                    write(q, siblings | one, bad=1)
+                                    write(q, siblings | up_one, bad=1)
         return m
