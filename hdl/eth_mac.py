@@ -12,6 +12,7 @@ from .mac_tx import MacTx
 from .rgmii_rx import RgmiiRx, rx_beat_layout
 from .rgmii_tx import RgmiiTx
 from .stream import PacketStream, check_width, packet_layout
+from .stream_crossing import StreamCrossing
 
 __all__ = ["EthMac", "MAC_COUNTERS"]
 
@@ -28,10 +29,11 @@ class EthMac(wiring.Component):
     Three clock domains: ``sync`` (the core, where ``rx``, ``tx`` and the counters live),
     ``rx_domain`` (the PHY's RX clock, which the DDR input buffer's ``ddr_rx_*`` ports are in)
     and ``tx_domain`` (the TX clock of the DDR output buffer's ``ddr_tx_*``). Only preamble,
-    a byte-wide CRC and width conversion run at the PHY's 125 MHz; the frames cross in
-    :class:`~amaranth.lib.fifo.AsyncFIFO` s, and the checks, buffers and counters run in the core
-    clock. The core clock must move ``width`` bits a cycle at least as fast as the line moves
-    them (15.6 MHz at 64 bits), with margin for the core's own pauses.
+    a byte-wide CRC and width conversion run at the PHY's 125 MHz; the frames cross in an
+    :class:`~amaranth.lib.fifo.AsyncFIFO` (received) and a :class:`StreamCrossing` (sent), and
+    the checks, buffers and counters run in the core clock. The core clock must move
+    ``width`` bits a cycle at least as fast as the line moves them (15.6 MHz at 64 bits), with
+    margin for the core's own pauses.
 
     Received: frames without their FCS, only good ones (:class:`MacRx`); sent: any frame of at
     least one byte, padded and given its FCS (:class:`RgmiiTx`).
@@ -101,16 +103,14 @@ class EthMac(wiring.Component):
         # Send: store and forward in the core clock -> crossing -> PHY clock.
         wiring.connect(m, wiring.flipped(self.tx), mac_tx.i)
         # The transmitter takes each beat into a register of its own and asks for the next
-        # from a flip-flop, so the crossing's read side carries no logic of the transmitter's
-        # (that was the 125 MHz TX clock's critical path on a speed-6 ECP5).
-        m.submodules.tx_cdc = tx_cdc = fifo.AsyncFIFO(
-            width=packet_layout(self._width).size, depth=8, w_domain="sync", r_domain=txd)
-        sink = self._rgmii_tx.i
-        m.d.comb += [tx_cdc.w_data.eq(mac_tx.o.payload), tx_cdc.w_en.eq(mac_tx.o.valid),
-                     mac_tx.o.ready.eq(tx_cdc.w_rdy),
-                     sink.payload.eq(tx_cdc.r_data), sink.valid.eq(tx_cdc.r_rdy),
-                     tx_cdc.r_en.eq(sink.ready),
-                     self.ddr_tx_data.eq(self._rgmii_tx.ddr_data),
+        # from a flip-flop, and the crossing's receiving side is flip-flops that choose between
+        # pointers computed ahead: on a speed-6 ECP5 the 125 MHz TX clock's critical path was
+        # first the transmitter's logic behind AsyncFIFO's read side, then that read side.
+        m.submodules.tx_cdc = tx_cdc = StreamCrossing(packet_layout(self._width), depth=8,
+                                                      i_domain="sync", o_domain=txd)
+        wiring.connect(m, mac_tx.o, tx_cdc.i)
+        wiring.connect(m, tx_cdc.o, self._rgmii_tx.i)
+        m.d.comb += [self.ddr_tx_data.eq(self._rgmii_tx.ddr_data),
                      self.ddr_tx_ctl.eq(self._rgmii_tx.ddr_ctl)]
         m.submodules.underrun = underrun = cdc.PulseSynchronizer(i_domain=txd, o_domain="sync")
         m.d.comb += underrun.i.eq(self._rgmii_tx.underrun)
