@@ -66,8 +66,8 @@ class MgmtServer(wiring.Component):
       IPv4 header or checksum, IPv4 options or fragments, lengths that disagree, a wrong UDP
       checksum, a datagram shorter than the header or with another magic, a reply, a frame
       longer than the largest request). Counted in ``missed``: a request that arrives while
-      another is being served, or whose first beat comes the cycle after a frame for us
-      ends, while that one is being judged (the client retransmits it).
+      another is being served, or whose first beat comes in the two cycles after a frame for
+      us ends, while that one is being judged (the client retransmits it).
 
     Attributes
     ----------
@@ -127,12 +127,20 @@ class MgmtServer(wiring.Component):
         acc = Signal(32)
         acc_ip = Signal(20)
         ended = Signal()
+        judging = Signal()       # the frame that ``ended`` last cycle is ours: its sums are folded
+        # Each beat is taken into flip-flops before anything looks at it: the MAC's block RAM is
+        # slow to its output, and with the sums behind it that was the slower boards' core
+        # clock's critical path.
         m.d.comb += i.ready.eq(1)
+        got = Signal.like(i.payload)
+        got_valid = Signal()
+        m.d.sync += [got.eq(i.payload), got_valid.eq(i.valid)]
         m.d.sync += ended.eq(0)
         first = beat == 0
-        # (a frame that starts as an earlier one of ours waits for its judgement is not
+        # (a frame that starts while an earlier one of ours waits for its judgement is not
         # stored: the store may be that one's)
-        m.d.comb += store_now.eq(Mux(first, ~busy & ~accept & ~(ended & ours), storing))
+        m.d.comb += store_now.eq(Mux(first, ~busy & ~accept & ~(ended & ours) & ~judging,
+                                     storing))
         offsets = [Signal(range((depth + 2) * L), name=f"offset{lane}") for lane in range(L)]
         for lane, off in enumerate(offsets):
             m.d.comb += off.eq(beat * L + lane)
@@ -141,13 +149,13 @@ class MgmtServer(wiring.Component):
         src4 = ip_first + IPV4.bit_offset("src") // 8
         words, ip_words = [], []
         for lane in range(0, L, 2):
-            hi = Mux(i.payload.keep[lane], i.payload.data.word_select(lane, 8), 0)
-            lo = Mux(i.payload.keep[lane + 1], i.payload.data.word_select(lane + 1, 8), 0)
+            hi = Mux(got.keep[lane], got.data.word_select(lane, 8), 0)
+            lo = Mux(got.keep[lane + 1], got.data.word_select(lane + 1, 8), 0)
             off = offsets[lane]
             words.append(Mux(off >= src4, Cat(lo, hi), 0))
             ip_words.append(Mux((off >= ip_first) & (off < ip_end), Cat(lo, hi), 0))
-        m.d.comb += [fw.addr.eq(beat), fw.data.eq(i.payload.data)]
-        with m.If(i.valid):
+        m.d.comb += [fw.addr.eq(beat), fw.data.eq(got.data)]
+        with m.If(got_valid):
             m.d.sync += [acc.eq(Mux(first, 0, acc) + sum(words)),
                          acc_ip.eq(Mux(first, 0, acc_ip) + sum(ip_words))]
             with m.If(store_now & (beat < depth)):
@@ -155,17 +163,16 @@ class MgmtServer(wiring.Component):
             with m.If(first):
                 m.d.sync += storing.eq(store_now)
             with m.If(beat < cap_beats):
-                m.d.sync += buf.word_select(beat, 8 * L).eq(i.payload.data)
+                m.d.sync += buf.word_select(beat, 8 * L).eq(got.data)
             with m.If(beat <= depth):    # past the buffer the length is too long already
                 m.d.sync += [beat.eq(beat + 1),
-                             length.eq(Mux(first, 0, length) + keep_count(m, i.payload.keep))]
-            with m.If(i.payload.last):
+                             length.eq(Mux(first, 0, length) + keep_count(m, got.keep))]
+            with m.If(got.last):
                 m.d.sync += [beat.eq(0), ended.eq(1)]
 
-        # ---- Judge the frame that ended last cycle, over two cycles: the checks are taken
-        # into flip-flops with a copy of what serving the frame needs, and the next cycle
-        # decides on them. (Sums, folds and the decision in one cycle were too deep for the
-        # slower ECP5s' core clock; and the next frame may start overwriting the bytes.)
+        # ---- Judge the frame that ended last cycle, over three cycles (below). Sums, folds and
+        # the decision in one cycle, or in two, were too deep for the slower ECP5s' core clock;
+        # and the next frame may start overwriting the bytes the cycle after it ends.
         eth = header_view(buf, ETHERNET, 0)
         ip4 = header_view(buf, IPV4, ETHERNET.length)
         ip6 = header_view(buf, IPV6, ETHERNET.length)
@@ -194,37 +201,46 @@ class MgmtServer(wiring.Component):
             m.d.comb += folded.eq(twice[:16] + twice[16])
             return folded
 
-        ip4_sum = fold(acc_ip, "ip4_sum")
+        # Stage 1, the cycle after the frame's last beat (``ended``): its checks but the
+        # checksums', the sums the checksums are folded from, whether it was stored, and a
+        # copy of what serving it needs go into flip-flops. Stage 2 (``judging``) folds and
+        # compares the sums; stage 3 (``judged``) decides.
         src6 = ip_first + IPV6.bit_offset("src") // 8
-        sum4 = fold(acc + IPPROTO_UDP + udp4.length, "udp_sum4")
-        sum6 = fold(acc + be16(src6) + be16(src6 + 2) + IPPROTO_UDP + udp6.length, "udp_sum6")
-        good4 = ((ip4.version == 4) & ~unparsed4 & (ip4_sum == 0xFFFF)
-                 & (ip4.total_length == length - ETHERNET.length)
-                 & (udp4.length == ip4.total_length - IPV4.length)
-                 & (udp4.length >= UDP.length)
-                 & ((udp4.checksum == 0) | (sum4 == 0xFFFF)))
-        good6 = ((ip6.version == 6) & (ip6.payload_length == length - ETHERNET.length
-                                       - IPV6.length)
-                 & (udp6.length == ip6.payload_length) & (udp6.length >= UDP.length)
-                 & (udp6.checksum != 0) & (sum6 == 0xFFFF))
-        good = Signal()
-        m.d.comb += good.eq(Mux(is6, good6, good4) & (length <= depth * L))
-
-        # What serving a request needs of it: the copy, then (once accepted) kept while the
-        # next frames come in.
         fields = data.StructLayout({
             "v6": 1, "mac": 48, "ip": 128, "port": 16,
             "len": 16,                    # the datagram's payload, in bytes
             "hdr": 8 * _HDR})             # the request's management header, as bytes
-        judged, judged_good, judged_storing = Signal(), Signal(), Signal()
         copy = Signal(fields)
-        m.d.sync += [judged.eq(ended & ours), judged_good.eq(good), judged_storing.eq(storing),
-                     copy.v6.eq(is6), copy.mac.eq(eth.src),
-                     copy.ip.eq(Mux(is6, ip6.src, ip4.src)),
-                     copy.port.eq(Mux(is6, udp6.sport, udp4.sport)),
-                     copy.len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
-                     copy.hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
-                                     buf[8 * _U4:8 * (_U4 + _HDR)]))]
+        rest4, rest6, zero4, stored = Signal(), Signal(), Signal(), Signal()
+        raw_ip4, raw4, raw6 = Signal(20), Signal(34), Signal(34)
+        m.d.sync += judging.eq(ended & ours)
+        with m.If(ended):
+            m.d.sync += [
+                rest4.eq((ip4.version == 4) & ~unparsed4
+                         & (ip4.total_length == length - ETHERNET.length)
+                         & (udp4.length == ip4.total_length - IPV4.length)
+                         & (udp4.length >= UDP.length) & (length <= depth * L)),
+                rest6.eq((ip6.version == 6)
+                         & (ip6.payload_length == length - ETHERNET.length - IPV6.length)
+                         & (udp6.length == ip6.payload_length) & (udp6.length >= UDP.length)
+                         & (udp6.checksum != 0) & (length <= depth * L)),
+                zero4.eq(udp4.checksum == 0),
+                raw_ip4.eq(acc_ip),
+                raw4.eq(acc + IPPROTO_UDP + udp4.length),
+                raw6.eq(acc + be16(src6) + be16(src6 + 2) + IPPROTO_UDP + udp6.length),
+                stored.eq(storing),
+                copy.v6.eq(is6), copy.mac.eq(eth.src),
+                copy.ip.eq(Mux(is6, ip6.src, ip4.src)),
+                copy.port.eq(Mux(is6, udp6.sport, udp4.sport)),
+                copy.len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
+                copy.hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
+                                buf[8 * _U4:8 * (_U4 + _HDR)]))]
+        good = Signal()
+        m.d.comb += good.eq(Mux(copy.v6, rest6 & (fold(raw6, "udp_sum6") == 0xFFFF),
+                                rest4 & (fold(raw_ip4, "ip4_sum") == 0xFFFF)
+                                & (zero4 | (fold(raw4, "udp_sum4") == 0xFFFF))))
+        judged, judged_good, judged_storing = Signal(), Signal(), Signal()
+        m.d.sync += [judged.eq(judging), judged_good.eq(good), judged_storing.eq(stored)]
         with m.If(judged & ~judged_good):
             m.d.comb += self.dropped.eq(1)
         with m.If(judged & judged_good & (busy | ~judged_storing)):
@@ -293,8 +309,14 @@ class MgmtServer(wiring.Component):
         cused = [Signal(32, name=f"client{c}_used") for c in range(NC)]
         clock = Signal(32)             # requests carried out
         key = Cat(r_ip, r_port, r6)
-        hit = Signal(NC)
-        m.d.comb += hit.eq(Cat(*[cvalid[c] & (ckey[c] == key) for c in range(NC)]))
+        # The lookup's comparisons go into flip-flops a cycle before LOOKUP reads them: the
+        # clients, the request and its CRC all hold still from the CRC's last byte until then,
+        # and in one cycle with the decision that was the slower boards' critical path.
+        hit = Signal(NC)               # the client's slot
+        same = Signal(NC)              # ... holding this very request
+        m.d.sync += [hit.eq(Cat(*[cvalid[c] & (ckey[c] == key) for c in range(NC)])),
+                     same.eq(Cat(*[(cseq[c] == req.seq) & (ccrc[c] == r_crc)
+                                   for c in range(NC)]))]
         slot = Signal(range(NC))
         # The victim: a free slot, else the least recently used.
         victim = Signal(range(NC))
@@ -303,7 +325,7 @@ class MgmtServer(wiring.Component):
         for c in range(1, NC):
             used = Mux(cvalid[c], cused[c], 0)
             best, best_used = Mux(used < best_used, c, best), Mux(used < best_used, used, best_used)
-        m.d.comb += victim.eq(best)
+        m.d.sync += victim.eq(best)
         for c in range(NC):
             with m.If(hit[c]):
                 m.d.comb += slot.eq(c)
@@ -364,7 +386,8 @@ class MgmtServer(wiring.Component):
         ip_acc = Signal(20)
         udp_acc = Signal(24)
         reply_ip = fold(ip_acc, "reply_ip")
-        reply_udp = fold(udp_acc + IPPROTO_UDP + udp_len + Mux(out_data, dsum, 0), "reply_udp")
+        udp_total = Signal(33)         # udp_acc with the rest, a cycle before it is folded
+        reply_udp = fold(udp_total, "reply_udp")
 
         # The reply goes out a byte a cycle into beats.
         hlen = Mux(r6, _U6 + _HDR, _U4 + _HDR)
@@ -382,8 +405,10 @@ class MgmtServer(wiring.Component):
         j = Signal(2)
         m.d.comb += j.eq(n - hlen)
         byte = Signal(8)
+        hbyte = Signal(8)              # the headers' byte n
+        m.d.comb += hbyte.eq(Mux(r6, v6.word_select(n, 8), v4.word_select(n, 8)))
         with m.If(n < hlen):
-            m.d.comb += byte.eq(Mux(r6, v6.word_select(n, 8), v4.word_select(n, 8)))
+            m.d.comb += byte.eq(hbyte)
         with m.Else():
             m.d.comb += byte.eq(rr.data.word_select(~j, 8))    # big-endian words
         m.d.comb += [o.valid.eq(ovalid), o.payload.data.eq(ob), o.payload.last.eq(olast),
@@ -405,6 +430,12 @@ class MgmtServer(wiring.Component):
         def done(st, data):
             return [out_status.eq(st), out_data.eq(data)]
 
+        half = Signal(16)              # a byte of the headers in its half of a 16-bit word
+        half_ip, half_udp = Signal(), Signal()    # ...to be added to ip_acc, udp_acc
+        with m.If(half_ip):
+            m.d.sync += ip_acc.eq(ip_acc + half)
+        with m.If(half_udp):
+            m.d.sync += udp_acc.eq(udp_acc + half)
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(accept):
@@ -450,7 +481,7 @@ class MgmtServer(wiring.Component):
                 replay = Signal()
                 kept = Signal(3)
                 for c in range(NC):
-                    with m.If(hit[c] & (cseq[c] == req.seq) & (ccrc[c] == r_crc)):
+                    with m.If(hit[c] & same[c]):
                         m.d.comb += [replay.eq(1), kept.eq(cstatus[c])]
                         m.d.sync += dsum.eq(csum[c])
                 m.d.sync += [cur.eq(Mux(hit.any(), slot, victim)), k.eq(0), fk.eq(0), fb.eq(0)]
@@ -529,15 +560,21 @@ class MgmtServer(wiring.Component):
                              n.eq(0), total.eq(hlen + Mux(out_data, Cat(C(0, 2), req.count), 0))]
                 m.next = "SUM"
             with m.State("SUM"):
-                # The checksums: the headers' bytes, their checksums still zero, a byte a cycle.
-                half = Mux(n[0], byte, Cat(C(0, 8), byte))
-                with m.If(~r6 & (n >= ip_first) & (n < ip_end)):
-                    m.d.sync += ip_acc.eq(ip_acc + half)
-                with m.If(n >= Mux(r6, src6, src4)):
-                    m.d.sync += udp_acc.eq(udp_acc + half)
-                m.d.sync += n.eq(n + 1)
+                # The checksums: the headers' bytes, their checksums still zero, a byte a cycle,
+                # each added the cycle after it is taken (from the header's multiplexer through
+                # the adders in one cycle was too deep for the slower boards).
+                m.d.sync += [half.eq(Mux(n[0], hbyte, Cat(C(0, 8), hbyte))),
+                             half_ip.eq(~r6 & (n >= ip_first) & (n < ip_end)),
+                             half_udp.eq(n >= Mux(r6, src6, src4)), n.eq(n + 1)]
                 with m.If(n == hlen - 1):
-                    m.next = "CHECKSUMS"
+                    m.next = "SUMMED"
+            with m.State("SUMMED"):
+                m.d.sync += [half_ip.eq(0), half_udp.eq(0)]    # the last byte is added
+                m.next = "TOTAL"
+            with m.State("TOTAL"):
+                # (the sums and the fold in one cycle were the slower boards' critical path)
+                m.d.sync += udp_total.eq(udp_acc + IPPROTO_UDP + udp_len + Mux(out_data, dsum, 0))
+                m.next = "CHECKSUMS"
             with m.State("CHECKSUMS"):
                 check = ~reply_udp
                 m.d.sync += [ip_check.eq(~reply_ip),
