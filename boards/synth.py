@@ -15,7 +15,8 @@ Each block is converted to ``DIR/<block>/<block>.v`` (``DIR`` is ``build/synth``
 results of earlier runs of the others (each carries its date). Progress goes to stderr; the
 tables, or with ``-j`` this run's results as JSON, to stdout. ``--pack`` also packs each block
 with nextpnr-ecp5, which counts what Yosys's cells leave out: the LUT4 sites that carry chains
-and distributed RAM take (:func:`_pack`). ``--hierarchy`` keeps each named
+and distributed RAM take (:func:`_pack`), and puts the flattened netlist's cells down to the
+instances they came from (:func:`by_instance`). ``--hierarchy`` keeps each named
 block's hierarchy instead and reports what each instance inside it costs
 (:func:`hierarchy_report`), in ``DIR/<block>-hierarchy/``. Exit status: 0 if every block
 synthesised (and with ``--pack``, packed), 1 if any crashed, timed out or failed to convert or
@@ -42,7 +43,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-__all__ = ["BLOCKS", "CELLS", "DEVICES", "lutrams", "main", "synth_block", "synth_blocks"]
+__all__ = ["BLOCKS", "CELLS", "DEVICES", "by_instance", "lutrams", "main", "synth_block",
+           "synth_blocks"]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: where results go unless --out says otherwise (MRCNIC_BUILD moves build/, as for simulation)
@@ -202,9 +204,10 @@ def _nic():
     return Nic(WIDTH)
 
 
-#: a NIC sized for a board: few QPs and EVs, a short window, 2 KiB frames
-BOARD_NIC = dict(qps=4, evs=16, spines=4, templates=4, window=64, messages=64, max_frame=2048,
-                 cq_depth=16, evq_depth=16, cc_profiles=2)
+#: a NIC sized for a board: few QPs and EVs, a short window, 2 KiB frames, and routes of up to
+#: six uSIDs, one carrier (F3216), which a path through a three-tier fabric fits in
+BOARD_NIC = dict(qps=4, evs=16, spines=4, templates=4, max_usids=6, window=64, messages=64,
+                 max_frame=2048, cq_depth=16, evq_depth=16, cc_profiles=2)
 
 
 def _nic_board():
@@ -346,6 +349,42 @@ def lutrams(netlist: dict, top: str) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+#: LUT4 sites each kind of cell takes once packed: a carry cell two, a distributed RAM six (four
+#: to store, two to write)
+SITES = {"LUT4": 1, "CCU2C": 2, "TRELLIS_DPR16X4": 6}
+
+
+def by_instance(netlist: dict, top: str, instances, depth: int = 2) -> dict[str, dict]:
+    """A flattened netlist's cells put down to the instances they came from, down to ``depth``
+    levels, most LUT4 sites first: {instance path: {cell type: count, "sites": LUT4 sites}}.
+
+    Flattening keeps each cell's name with its instance's path in front (``tx.spray.good_q0``),
+    and ABC names the LUTs it makes after the nets they drive, so a LUT goes to the instance of
+    the flip-flop or signal it computes. ``instances`` are the instance paths below ``top``
+    (Amaranth names each instance's module by it, see :func:`_instances`); a name with none of
+    them in front is put down to ``(top)``, one Yosys made up (``$abc$...``) to ``(unnamed)``.
+    An estimate: logic shared by two instances' signals counts for one of them only."""
+    known = set(instances)
+    rows: dict[str, dict] = {}
+    for name, cell in netlist["modules"][top]["cells"].items():
+        key = "(unnamed)" if name.startswith("$") else "(top)"
+        parts = name.split(".")
+        for k in range(min(depth, len(parts) - 1), 0, -1):
+            if ".".join(parts[:k]) in known:
+                key = ".".join(parts[:k])
+                break
+        row = rows.setdefault(key, {"sites": 0})
+        row[cell["type"]] = row.get(cell["type"], 0) + 1
+        row["sites"] += SITES.get(cell["type"], 0)
+    return dict(sorted(rows.items(), key=lambda kv: (-kv[1]["sites"], kv[0])))
+
+
+def _instances(verilog_text: str, top: str) -> list[str]:
+    """The instance paths below ``top`` in Amaranth's Verilog of it: each instance's module is
+    named ``top.path``."""
+    return re.findall(r"^module \\" + re.escape(top) + r"\.(\S+) ", verilog_text, re.M)
+
+
 def _run(cmd: list[str], work: Path, log_name: str, timeout: float) -> int | None:
     """Runs a YoWASP tool in ``work`` (all it sees), its output into ``log_name``; its exit
     status, None after ``timeout``. Raises OSError when the tool will not start."""
@@ -369,13 +408,16 @@ PACKED = {"TRELLIS_COMB": "LUT4 sites", "TRELLIS_FF": "FF", "DP16KD": "DP16KD",
           "MULT18X18D": "MULT18"}
 #: memories listed by name in the report's distributed RAM table
 LUTRAM_ROWS = 12
+#: instances listed by name in the report's table of where the LUT4 sites go
+INSTANCE_ROWS = 16
 #: the device packed onto: the largest ECP5, so a design too big for the boards still packs
 PACK_DEVICE = ("--85k", "--package", "CABGA381")
 
 
 def _pack(name: str, work: Path, timeout: float) -> dict:
     """nextpnr-ecp5's packing of ``work/<name>.json``: {"packed": cells, "fill": percent of
-    each board's device, "pack_seconds"}, or {"pack_detail": why not}."""
+    each board's device, "pack_seconds", "lutram": :func:`lutrams`, "instances":
+    :func:`by_instance`}, or {"pack_detail": why not}."""
     t0 = time.monotonic()
     (work / "pack.json").unlink(missing_ok=True)
     try:
@@ -395,8 +437,10 @@ def _pack(name: str, work: Path, timeout: float) -> dict:
                                       ("TRELLIS_FF", totals["TRELLIS_FF"]),
                                       ("DP16KD", totals["DP16KD"]))}
             for dev, totals in DEVICES.items()}
+    netlist = json.loads((work / f"{name}.json").read_text())
+    instances = _instances((work / f"{name}.v").read_text(), name)
     return {"packed": packed, "fill": fill, "pack_seconds": seconds,
-            "lutram": lutrams(json.loads((work / f"{name}.json").read_text()), name)}
+            "lutram": lutrams(netlist, name), "instances": by_instance(netlist, name, instances)}
 
 
 def synth_block(name: str, out: Path = OUT, timeout: float = TIMEOUT,
@@ -537,6 +581,18 @@ def report(results: dict[str, dict]) -> str:
                            *(f"{r['fill'][dev]['TRELLIS_COMB']:.1f}" for dev in DEVICES)])
     if len(packed) > 1:
         text += "\n\n" + _table(packed, 1)
+    for r in results.values():
+        if len(r.get("instances", ())) > 1:
+            kinds = ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD")
+            rows = [[f"{r['block']}: by instance (estimate)", "LUT4 sites", *kinds]]
+            shown = list(r["instances"].items())[:INSTANCE_ROWS]
+            rows += [[path, str(c["sites"]), *(str(c.get(k, 0)) for k in kinds)]
+                     for path, c in shown]
+            rest = list(r["instances"].values())[INSTANCE_ROWS:]
+            if rest:
+                rows.append([f"({len(rest)} more)", str(sum(c["sites"] for c in rest)),
+                             *(str(sum(c.get(k, 0) for c in rest)) for k in kinds)])
+            text += "\n\n" + _table(rows, 1)
     for r in results.values():
         if r.get("lutram"):
             # Each distributed RAM takes six LUT4 sites (four to store, two to write).

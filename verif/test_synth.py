@@ -1,7 +1,8 @@
 """The per-block ECP5 synthesis report (boards/synth.py): the board's Ethernet MAC and the reorder
 tracker (whose 256-bit search once exhausted Yosys's stack) go through the PyPI Yosys and come
-out as ECP5 cells that nextpnr packs, a hierarchy kept adds up as Yosys adds it, and a block name
-it does not know stops it before any Yosys runs."""
+out as ECP5 cells that nextpnr packs, put down to the instances they came from; a hierarchy
+kept adds up as Yosys adds it, and a block name it does not know stops it before any Yosys
+runs."""
 
 import json
 
@@ -35,8 +36,18 @@ def test_blocks_synthesise_for_ecp5(tmp_path):
         # Every distributed RAM is put down to the memory it belongs to.
         assert sum(r["lutram"].values()) == cells["TRELLIS_DPR16X4"], (r["lutram"], cells)
         assert all(n > 0 and "$" not in memory for memory, n in r["lutram"].items()), r["lutram"]
+        # Every cell is put down to one instance, and the sites add up as nextpnr's rule has it.
+        for kind in ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD"):
+            assert sum(c.get(kind, 0) for c in r["instances"].values()) == cells[kind], kind
+        assert sum(c["sites"] for c in r["instances"].values()) == (
+            cells["LUT4"] + 2 * cells["CCU2C"] + 6 * cells["TRELLIS_DPR16X4"])
     # The MAC keeps its frames in block RAM: a buffer each way.
     assert results["eth_mac"]["cells"]["DP16KD"] > 0, results["eth_mac"]["cells"]
+    # ... in its receive and transmit blocks, and its 125 MHz logic is the RGMII blocks'.
+    # (the synthesis top wraps the MAC as ``dut``, for its clock domains)
+    mac = results["eth_mac"]["instances"]
+    assert mac["dut.mac_rx"]["DP16KD"] > 0 and mac["dut.mac_tx"]["DP16KD"] > 0, mac
+    assert mac["dut.rgmii_rx"]["LUT4"] > 0 and mac["dut.rgmii_tx"]["LUT4"] > 0, mac
 
 
 def test_unknown_block_is_refused(tmp_path, capsys):
