@@ -145,7 +145,8 @@ class Srv6Encapsulator(wiring.Component):
             with m.If(tpl.count <= c * Mux(tpl.wide, PC[True], PC[False])):
                 m.d.comb += ncar.eq(c)
         use_srh = Signal()
-        m.d.comb += use_srh.eq((route.mode == SrMode.USID_SRH) | (ncar > 1))
+        # (with a single carrier only USID_SRH adds an SRH)
+        m.d.comb += use_srh.eq((route.mode == SrMode.USID_SRH) | ((ncar > 1) if C > 1 else 0))
         srh_len = Signal(16)
         m.d.comb += srh_len.eq(Mux(use_srh, wire.SRH.length + 16 * ncar, 0))
 
