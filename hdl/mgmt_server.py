@@ -211,11 +211,12 @@ class MgmtServer(wiring.Component):
             "len": 16,                    # the datagram's payload, in bytes
             "hdr": 8 * _HDR})             # the request's management header, as bytes
         copy = Signal(fields)
-        rest4, rest6, zero4, stored = Signal(), Signal(), Signal(), Signal()
+        v6, rest4, rest6, zero4, stored = Signal(), Signal(), Signal(), Signal(), Signal()
         raw_ip4, raw4, raw6 = Signal(20), Signal(34), Signal(34)
         m.d.sync += judging.eq(ended & ours)
         with m.If(ended):
             m.d.sync += [
+                v6.eq(is6),
                 rest4.eq((ip4.version == 4) & ~unparsed4
                          & (ip4.total_length == length - ETHERNET.length)
                          & (udp4.length == ip4.total_length - IPV4.length)
@@ -228,15 +229,19 @@ class MgmtServer(wiring.Component):
                 raw_ip4.eq(acc_ip),
                 raw4.eq(acc + IPPROTO_UDP + udp4.length),
                 raw6.eq(acc + be16(src6) + be16(src6 + 2) + IPPROTO_UDP + udp6.length),
-                stored.eq(storing),
-                copy.v6.eq(is6), copy.mac.eq(eth.src),
-                copy.ip.eq(Mux(is6, ip6.src, ip4.src)),
-                copy.port.eq(Mux(is6, udp6.sport, udp4.sport)),
-                copy.len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
-                copy.hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
-                                buf[8 * _U4:8 * (_U4 + _HDR)]))]
+                stored.eq(storing)]
+            # (where a frame fits in a beat, the next may end while this one is judged: the
+            # copy stays for this one's decision; the next is not stored, so never served)
+            with m.If(~judging):
+                m.d.sync += [
+                    copy.v6.eq(is6), copy.mac.eq(eth.src),
+                    copy.ip.eq(Mux(is6, ip6.src, ip4.src)),
+                    copy.port.eq(Mux(is6, udp6.sport, udp4.sport)),
+                    copy.len.eq(Mux(is6, udp6.length, udp4.length) - UDP.length),
+                    copy.hdr.eq(Mux(is6, buf[8 * _U6:8 * (_U6 + _HDR)],
+                                    buf[8 * _U4:8 * (_U4 + _HDR)]))]
         good = Signal()
-        m.d.comb += good.eq(Mux(copy.v6, rest6 & (fold(raw6, "udp_sum6") == 0xFFFF),
+        m.d.comb += good.eq(Mux(v6, rest6 & (fold(raw6, "udp_sum6") == 0xFFFF),
                                 rest4 & (fold(raw_ip4, "ip4_sum") == 0xFFFF)
                                 & (zero4 | (fold(raw4, "udp_sum4") == 0xFFFF))))
         judged, judged_good, judged_storing = Signal(), Signal(), Signal()
