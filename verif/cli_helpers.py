@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-__all__ = ["READY_TIMEOUT", "NICS", "mrcnic", "Server"]
+__all__ = ["READY_TIMEOUT", "NICS", "mrcnic", "sigint_default", "Server"]
 
 #: a first run builds the two-NIC system under Verilator; later ones reuse it
 READY_TIMEOUT = 900
@@ -23,6 +23,14 @@ def mrcnic(*args, timeout=60, env=None) -> subprocess.CompletedProcess:
     """``mrcnic ARGS`` as a user runs it: a program of its own (``env``: its environment)."""
     return subprocess.run([sys.executable, "-m", "mrcnic.cli", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
+
+
+def sigint_default() -> None:
+    """For ``Popen``'s ``preexec_fn``: SIGINT (Ctrl-C) as a terminal's program gets it. A test
+    run started in the background by a non-interactive shell hands its commands SIGINT
+    ignored, and Python then raises no KeyboardInterrupt: a command a test stops with SIGINT
+    would run on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Server:

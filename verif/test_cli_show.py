@@ -18,7 +18,7 @@ from mrcnic import driver, regmap
 from mrcnic.enums import MTU_CODES, EvState, QpState, SrMode
 from mrcnic.evmap import EvLayout
 from mrcnic.target import Device
-from mrcnic.verif.cli_helpers import mrcnic
+from mrcnic.verif.cli_helpers import mrcnic, sigint_default
 
 #: RO registers that are not counts (what each is: driver.COUNTERS)
 NOT_COUNTERS = {"parser.last_error", "ev.state", "ev.entry", "ev.size", "net.port_up",
@@ -185,7 +185,7 @@ def _watch(url: str, *options: str) -> tuple[list[str], str, int, int]:
     global.bus_errors after)."""
     proc = subprocess.Popen([sys.executable, "-m", "mrcnic.cli", "--target", url, *options,
                              "stats", "-w", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=sigint_default)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
     out: list[str] = []
