@@ -595,13 +595,13 @@ def report(results: dict[str, dict]) -> str:
             text += "\n\n" + _table(rows, 1)
     for r in results.values():
         if r.get("lutram"):
-            # Each distributed RAM takes six LUT4 sites (four to store, two to write).
+            per = SITES["TRELLIS_DPR16X4"]
             rows = [[f"{r['block']}: distributed RAM", "DPR16X4", "LUT4 sites"]]
             shown = list(r["lutram"].items())[:LUTRAM_ROWS]
-            rows += [[memory, str(n), str(6 * n)] for memory, n in shown]
+            rows += [[memory, str(n), str(per * n)] for memory, n in shown]
             rest = sum(r["lutram"].values()) - sum(n for _, n in shown)
             if rest:
-                rows.append([f"({len(r['lutram']) - len(shown)} more)", str(rest), str(6 * rest)])
+                rows.append([f"({len(r['lutram']) - len(shown)} more)", str(rest), str(per * rest)])
             text += "\n\n" + _table(rows, 1)
     problems = [f"{r['block']}: {r['detail']}" for r in results.values() if r["status"] != "ok"]
     problems += [f"{r['block']}: not packed: {r['pack_detail']}" for r in results.values()
