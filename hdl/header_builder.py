@@ -8,7 +8,7 @@ from mrcnic import wire
 
 from .headers import header_bytes
 from .host_memory import MemReadPort
-from .qp_context import SrMode
+from .qp_context import SrMode, peer_layout
 from .segmenter import WrStatus, completion_layout, packet_descriptor_layout
 from .stream import PacketStream, check_width, keep_count, keep_mask
 
@@ -25,10 +25,10 @@ _TC_RTX = (wire.DscpClass.DATA_TRIMMABLE_RTX << 2) | _ECT0
 
 
 def build_request_layout(qps):
-    """A packet descriptor with what the spray scheduler and the QP context add to it; the
-    route fields only travel on to ``frame``."""
-    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "ev": 32, "dqp": 24,
-                              "dst_mac": 48, "dst_ip": 128, "route": frame_route_layout()})
+    """A packet descriptor with what the spray scheduler adds to it: its EV and the plane that
+    EV leaves on (which only travels on to ``frame``)."""
+    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "ev": 32,
+                              "plane": frame_route_layout().members["plane"]})
 
 
 def frame_route_layout():
@@ -41,13 +41,15 @@ def frame_layout():
 
 
 class HeaderBuilder(wiring.Component):
-    """Enters: one build request per packet (descriptor, EV, destination). Leaves: the packet,
+    """Enters: one build request per packet (descriptor, EV, plane). Leaves: the packet,
     Ethernet / IPv6 / UDP / BTH / METH / TSETH / RETH [/ ImmDt] and the payload read from host
     memory, without its ICRC (the ICRC inserter follows).
 
     The EV goes into the UDP source port (high half) and the flow label (low half); the traffic
     class is the trimmable data DSCP with ECT(0) (trimmable-retransmit, and the BTH rtx bit, for
     a retransmission); TSETH carries a free-running timestamp counter, read as the request is accepted.
+    The destination (MAC, IP, QP) and the route come from the QP's context (``peer``), read
+    for the packet being framed: the requests waiting carry its QP number only.
     The payload read is requested as soon as a request arrives (up to ``prefetch`` ahead), so
     header beats hide the memory latency. A read that fails sends nothing: the packet's beats are
     drained and an error completion (MEMORY) leaves instead.
@@ -66,6 +68,8 @@ class HeaderBuilder(wiring.Component):
     frame : Out(stream frame_layout)
         One record per packet sent, as its first beat leaves: the stages after the ICRC take
         the route and plane from it.
+    peer_qp : Out(range(qps)); peer : In(peer_layout()): the QP context's peer of ``peer_qp``,
+        the QP of the packet at the head of the queue, read in the same cycle.
     src_mac : In(48), src_ip : In(128): this NIC's addresses.
     timestamp : Out(16): the free-running counter TSETH carries.
     frames, mem_errors : Out(32)
@@ -89,6 +93,7 @@ class HeaderBuilder(wiring.Component):
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "frame": Out(stream.Signature(frame_layout())),
             "src_mac": In(48), "src_ip": In(128),
+            "peer_qp": Out(range(qps)), "peer": In(peer_layout()),
             "timestamp": Out(16),
             "frames": Out(32), "mem_errors": Out(32),
         })
@@ -120,6 +125,8 @@ class HeaderBuilder(wiring.Component):
         cur = layout(pending.r_data[:layout.size])
         ts = pending.r_data[layout.size:]
         pkt = cur.pkt
+        peer = self.peer
+        m.d.comb += self.peer_qp.eq(pkt.qp)
 
         # The headers of the packet at the head of the queue, in wire order.
         imm, rtx = Signal(), Signal()
@@ -130,15 +137,15 @@ class HeaderBuilder(wiring.Component):
                                   + wire.TSETH.length + wire.RETH.length + wire.ICRC_BYTES
                                   + pkt.length + Mux(imm, wire.IMMDT.length, 0))
         hdr = Cat(
-            header_bytes({"dst": cur.dst_mac, "src": self.src_mac,
+            header_bytes({"dst": peer.dst_mac, "src": self.src_mac,
                           "ethertype": wire.ETHERTYPE_IPV6}, wire.ETHERNET),
             header_bytes({"version": 6, "tc": Mux(rtx, _TC_RTX, _TC_DATA),
                           "flow_label": cur.ev[:16], "payload_length": ip_payload,
                           "next_header": wire.IPPROTO_UDP, "hop_limit": 64,
-                          "src": self.src_ip, "dst": cur.dst_ip}, wire.IPV6),
+                          "src": self.src_ip, "dst": peer.dst_ip}, wire.IPV6),
             header_bytes({"sport": cur.ev[16:], "dport": wire.ROCE_UDP_PORT,
                           "length": ip_payload}, wire.UDP),
-            header_bytes({"opcode": pkt.opcode, "pkey": 0xFFFF, "dqp": cur.dqp,
+            header_bytes({"opcode": pkt.opcode, "pkey": 0xFFFF, "dqp": peer.dqp,
                           "ackreq": pkt.last, "rtx": rtx, "tsh": 1, "psn": pkt.psn},
                          wire.BTH),
             header_bytes({"msn": pkt.msn}, wire.METH),
@@ -175,7 +182,8 @@ class HeaderBuilder(wiring.Component):
         leftover = Signal(range(L + 1))
         tc = Mux(rtx, _TC_RTX, _TC_DATA)      # the outer header carries the same class
         m.d.comb += [
-            self.frame.payload.ev.eq(cur.ev), self.frame.payload.route.eq(cur.route),
+            self.frame.payload.ev.eq(cur.ev), self.frame.payload.route.template.eq(peer.template),
+            self.frame.payload.route.mode.eq(peer.mode), self.frame.payload.route.plane.eq(cur.plane),
             self.frame.payload.tc.eq(tc),
             self.frame.payload.length.eq(wire.ETHERNET.length + wire.IPV6.length + ip_payload),
         ]

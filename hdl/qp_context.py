@@ -7,12 +7,18 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic.enums import MTU_CODES, QpState, SrMode
 
-__all__ = ["QpState", "SrMode", "MTU_CODES", "READ_PORTS", "static_layout", "seq_layout",
-           "context_write_layout", "QpContext"]
+__all__ = ["QpState", "SrMode", "MTU_CODES", "READ_PORTS", "PEER_PORTS", "PEER_FIELDS",
+           "static_layout", "peer_layout", "seq_layout", "context_write_layout", "QpContext"]
 
-#: the static part's read ports besides the segmenter's: the receive side, the
-#: acknowledgements and the retransmissions each read their QP's context here
-READ_PORTS = ("rx", "ack", "rtx")
+#: the static part's read ports besides the segmenter's: the receive side and the
+#: acknowledgements (for the QP's state) each read their QP's context here
+READ_PORTS = ("rx", "ack")
+#: the peer's read ports, each read in the same cycle: the header builder and the
+#: acknowledgement builder read the peer of the frame they build. Carried with every
+#: packet through the TX queues instead, the peer (210 bits) was most of their width.
+PEER_PORTS = ("build", "reply")
+#: the static fields a frame's headers and route take from its QP
+PEER_FIELDS = ("dqp", "dst_mac", "dst_ip", "template", "mode")
 
 def static_layout():
     """Fields management sets and the datapath only reads: the peer and the route to it, and
@@ -21,6 +27,12 @@ def static_layout():
         "state": QpState, "dqp": 24, "mtu": 3, "mode": SrMode, "template": 8,
         "dst_mac": 48, "dst_ip": 128, "rkey": 32, "mr_va": 64, "mr_length": 64,
     })
+
+
+def peer_layout():
+    """The part of :func:`static_layout` a frame is built from: the peer and the route to it."""
+    members = dict(static_layout().members)
+    return data.StructLayout({name: members[name] for name in PEER_FIELDS})
 
 
 def seq_layout():
@@ -50,7 +62,10 @@ class QpContext(wiring.Component):
         the packets it sends.
     rx_addr : In(range(qps)); rx_static : Out, the receive side's read of the static part.
     ack_addr : In(range(qps)); ack_static : Out, the acknowledgements' read of it.
-    rtx_addr : In(range(qps)); rtx_static : Out, the retransmissions' read of it.
+    build_addr, reply_addr : In(range(qps)); build_peer, reply_peer : Out(peer_layout()), the
+        peer of that QP in the same cycle, for the header and acknowledgement builders.
+        (A context written while one of them frames a packet of the QP changes the rest of
+        that frame's headers: management changes a QP's peer only while it sends nothing.)
     wb : In(stream {qp, seq}), always ready
         The segmenter's write-back of the sequence part.
     """
@@ -67,6 +82,8 @@ class QpContext(wiring.Component):
             "emit_addr": In(range(qps)), "emit_static": Out(static_layout()),
             **{f"{name}_{kind}": port for name in READ_PORTS
                for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
+            **{f"{name}_{kind}": port for name in PEER_PORTS
+               for kind, port in (("addr", In(range(qps))), ("peer", Out(peer_layout())))},
             "wb": In(stream.Signature(data.StructLayout({"qp": range(qps), "seq": seq_layout()}),
                                       always_ready=True)),
         })
@@ -77,9 +94,9 @@ class QpContext(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # Five read ports: Yosys builds a shallow memory (a board's few QPs) from flip-flops
-        # and a multiplexer per port, 8k LUT4s at 4 QPs; as distributed RAM, a copy per port,
-        # it is a quarter of that, and no bigger at 16 QPs.
+        # Six read ports: Yosys builds a shallow memory (a board's few QPs) from flip-flops
+        # and a multiplexer per port, 8k LUT4s at 4 QPs; as distributed RAM, a copy per port
+        # of the bits that port reads, it is a quarter of that, and no bigger at 16 QPs.
         m.submodules.static = static = Memory(shape=static_layout(), depth=self._qps, init=[],
                                               attrs={"ram_style": "distributed"})
         m.submodules.seq = seq = Memory(shape=seq_layout(), depth=self._qps, init=[])
@@ -90,6 +107,11 @@ class QpContext(wiring.Component):
             port = static.read_port()
             m.d.comb += [port.addr.eq(getattr(self, f"{name}_addr")),
                          getattr(self, f"{name}_static").eq(port.data)]
+        for name in PEER_PORTS:
+            port = static.read_port(domain="comb")
+            m.d.comb += port.addr.eq(getattr(self, f"{name}_addr"))
+            m.d.comb += [getattr(self, f"{name}_peer")[field].eq(port.data[field])
+                         for field in PEER_FIELDS]
         m.d.comb += [
             s_rd.addr.eq(self.rd_addr), q_rd.addr.eq(self.rd_addr),
             self.rd_static.eq(s_rd.data), self.rd_seq.eq(q_rd.data),

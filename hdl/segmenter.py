@@ -9,7 +9,15 @@ from mrcnic import wire
 from mrcnic.enums import WrOpcode, WrStatus
 
 from .bits import decode, first_from
-from .qp_context import READ_PORTS, QpContext, QpState, context_write_layout, static_layout
+from .qp_context import (
+    PEER_PORTS,
+    READ_PORTS,
+    QpContext,
+    QpState,
+    context_write_layout,
+    peer_layout,
+    static_layout,
+)
 
 __all__ = ["WrOpcode", "WrStatus", "work_request_layout", "packet_descriptor_layout",
            "completion_layout", "Segmenter", "MAX_MESSAGE", "MAX_TRIES"]
@@ -61,10 +69,11 @@ class Segmenter(wiring.Component):
     cpl : Out(stream completion_layout): error completions, in request order.
     ctx_write : In(stream {qp, static, seq}): management writes of a QP's context.
     open : In(qps): the QPs that may send a new packet now (the reliability engine's window).
-    pkt_static : Out(static_layout()): the context of the QP of ``pkt``, valid with it.
-    rx_addr, ack_addr, rtx_addr : In(range(qps)); rx_static, ack_static, rtx_static :
-        Out(static_layout()), the context's other read ports (a cycle of latency), for the
-        receive side, the acknowledgements and the retransmissions.
+    rx_addr, ack_addr : In(range(qps)); rx_static, ack_static : Out(static_layout()), the
+        context's other read ports (a cycle of latency), for the receive side and the
+        acknowledgements.
+    build_addr, reply_addr : In(range(qps)); build_peer, reply_peer : Out(peer_layout()), the
+        context's peer read ports (the same cycle), for the header and acknowledgement builders.
     requests, errors : Out(1), events (:attr:`events`): a work request taken, one refused.
     """
 
@@ -79,9 +88,10 @@ class Segmenter(wiring.Component):
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "ctx_write": In(stream.Signature(context_write_layout(qps))),
             "open": In(qps),
-            "pkt_static": Out(static_layout()),
             **{f"{name}_{kind}": port for name in READ_PORTS
                for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
+            **{f"{name}_{kind}": port for name in PEER_PORTS
+               for kind, port in (("addr", In(range(qps))), ("peer", Out(peer_layout())))},
             "requests": Out(1),
             "errors": Out(1),
         })
@@ -96,9 +106,9 @@ class Segmenter(wiring.Component):
         Q = self._qps
         m.submodules.ctx = ctx = self._ctx
         wiring.connect(m, wiring.flipped(self.ctx_write), ctx.write)
-        for name in READ_PORTS:
+        for name, kind in [*((n, "static") for n in READ_PORTS), *((n, "peer") for n in PEER_PORTS)]:
             m.d.comb += [getattr(ctx, f"{name}_addr").eq(getattr(self, f"{name}_addr")),
-                         getattr(self, f"{name}_static").eq(getattr(ctx, f"{name}_static"))]
+                         getattr(self, f"{name}_{kind}").eq(getattr(ctx, f"{name}_{kind}"))]
 
         # Each QP has a slot for the message it is sending: the request and its MSN in block
         # RAM (written when the request is taken, read while its packets go out), and what
@@ -194,7 +204,7 @@ class Segmenter(wiring.Component):
             p.msn.eq(slot.msn), p.va.eq(slot.req.va + c_offset),
             p.laddr.eq(slot.req.laddr + c_offset), p.length.eq(Mux(last, c_remaining, mtu)),
             p.dma_length.eq(slot.req.length), p.rkey.eq(slot.req.rkey), p.imm.eq(slot.req.imm),
-            p.last.eq(last), self.pkt_static.eq(ctx.emit_static),
+            p.last.eq(last),
         ]
         with m.FSM(name="send"):
             with m.State("PICK"):

@@ -15,7 +15,7 @@ from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_events, plane_members
 from .port_meter import PortMeter
 from .port_status import status_layout
-from .qp_context import QpState, SrMode, context_write_layout, static_layout
+from .qp_context import PEER_FIELDS, QpState, context_write_layout, static_layout
 from .retransmit_tracker import retransmit_layout, sent_layout
 from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
@@ -214,8 +214,6 @@ class TxPipeline(wiring.Component):
         # An acknowledgement (or, when none waits, a probe, then a port-status update) first has
         # its QP's context read (a cycle), then asks for an EV.
         Q = self._qps
-        peer = data.StructLayout({"dqp": 24, "dst_mac": 48, "dst_ip": 128, "template": 8,
-                                  "mode": SrMode})
         ack = Signal(ack_layout(Q))
         arg = Signal(16)                  # a probe's profile entry, a status's port mask
         ack_state = Signal(2)             # 0 empty, 1 context being read, 2 ready to ask
@@ -249,31 +247,28 @@ class TxPipeline(wiring.Component):
             m.d.sync += ack_state.eq(0)
         ack_ready = (ack_state == 2) & ~status_dropped
 
-        # A retransmission, likewise, has its QP's context read first.
+        # A retransmission is held here until it asks.
         rtx = Signal(self.rtx.payload.shape())
-        rtx_state = Signal(2)             # 0 empty, 1 context being read, 2 ready to ask
-        m.d.comb += [self.rtx.ready.eq(rtx_state == 0),
-                     seg.rtx_addr.eq(Mux(rtx_state == 0, self.rtx.payload.pkt.qp, rtx.pkt.qp))]
+        rtx_full = Signal()
+        m.d.comb += self.rtx.ready.eq(~rtx_full)
         with m.If(self.rtx.valid & self.rtx.ready):
-            m.d.sync += [rtx.eq(self.rtx.payload), rtx_state.eq(1)]
-        with m.If(rtx_state == 1):
-            m.d.sync += rtx_state.eq(2)
+            m.d.sync += [rtx.eq(self.rtx.payload), rtx_full.eq(1)]
 
         # Each descriptor or acknowledgement asks the spray scheduler for an EV and waits for
         # it, in order; ``asked`` remembers which kind each request was. An acknowledgement
         # goes first, then a retransmission, then a new packet whose window is open; a request
-        # offered and not yet taken stays offered.
-        waiting = _Fifo(m, "waiting", data.StructLayout({
-            "pkt": packet_descriptor_layout(Q), "static": static_layout()}), 4)
+        # offered and not yet taken stays offered. Neither queue carries the QP's peer: the
+        # builders read it from the context by QP number.
+        waiting = _Fifo(m, "waiting", data.StructLayout({"pkt": packet_descriptor_layout(Q)}), 4)
         acks_waiting = _Fifo(m, "acks_waiting", data.StructLayout({
-            "ack": ack_layout(Q), "arg": 16, "peer": peer}), 4)
+            "ack": ack_layout(Q), "arg": 16}), 4)
         asked = _Fifo(m, "asked", data.StructLayout({"ack": 1}), 8)
         offered_ack = Signal()            # ...and it was an acknowledgement's
         offered_rtx = Signal()            # ...or a retransmission's
         ack_asks, rtx_asks = Signal(), Signal()
         m.d.comb += [
             ack_asks.eq(Mux(offered, offered_ack, ack_ready)),
-            rtx_asks.eq(Mux(offered, offered_rtx, ~ack_ready & (rtx_state == 2))),
+            rtx_asks.eq(Mux(offered, offered_rtx, ~ack_ready & rtx_full)),
             self.gate_qp.eq(seg.pkt.payload.qp), self.gate_psn.eq(seg.pkt.payload.psn),
             self.gate_length.eq(seg.pkt.payload.length),
             self.gate_take.eq(seg.pkt.valid & seg.pkt.ready), seg.open.eq(self.gate_ready),
@@ -300,16 +295,11 @@ class TxPipeline(wiring.Component):
             with m.If(ack.kind == AckKind.STATUS):
                 m.d.comb += self.status_sent.eq(1)
         with m.If(took & rtx_asks):
-            m.d.sync += rtx_state.eq(0)
+            m.d.sync += rtx_full.eq(0)
         w = waiting.layout(waiting.f.w_data)
-        with m.If(rtx_asks):
-            m.d.comb += [w.pkt.eq(rtx.pkt), w.static.eq(seg.rtx_static)]
-        with m.Else():
-            m.d.comb += [w.pkt.eq(seg.pkt.payload), w.static.eq(seg.pkt_static)]
+        m.d.comb += w.pkt.eq(Mux(rtx_asks, rtx.pkt, seg.pkt.payload))
         aw = acks_waiting.layout(acks_waiting.f.w_data)
         m.d.comb += [aw.ack.eq(ack), aw.arg.eq(arg)]
-        for name, _ in peer:
-            m.d.comb += aw.peer[name].eq(seg.ack_static[name])
 
         # The EV joins its descriptor on the way to the header builder, or its acknowledgement
         # on the way to the acknowledgement builder (through ``acks_granted``, as that builder
@@ -319,20 +309,28 @@ class TxPipeline(wiring.Component):
         head = waiting.r_data
         req = build.req.payload
         m.d.comb += [
-            req.pkt.eq(head.pkt), req.ev.eq(grant.ev), req.dqp.eq(head.static.dqp),
-            req.dst_mac.eq(head.static.dst_mac), req.dst_ip.eq(head.static.dst_ip),
-            req.route.template.eq(head.static.template), req.route.mode.eq(head.static.mode),
-            req.route.plane.eq(grant.plane),
+            req.pkt.eq(head.pkt), req.ev.eq(grant.ev), req.plane.eq(grant.plane),
+            seg.build_addr.eq(build.peer_qp), build.peer.eq(seg.build_peer),
         ]
         ahead = acks_waiting.r_data
-        acks_granted = _Fifo(m, "acks_granted", ackb.req.payload.shape(), 4)
+        acks_granted = _Fifo(m, "acks_granted", data.StructLayout({
+            "ack": ack_layout(Q), "arg": 16, "ev": 32,
+            "plane": ackb.req.payload.route.plane.shape()}), 4)
         areq = acks_granted.layout(acks_granted.f.w_data)
+        m.d.comb += [areq.ack.eq(ahead.ack), areq.arg.eq(ahead.arg), areq.ev.eq(grant.ev),
+                     areq.plane.eq(grant.plane)]
+        # The acknowledgement builder holds its request until the frame is out; its peer is
+        # read for it here.
+        granted_ack = acks_granted.r_data
+        to_ackb = ackb.req.payload
         m.d.comb += [
-            areq.ack.eq(ahead.ack), areq.arg.eq(ahead.arg), areq.ev.eq(grant.ev),
-            areq.dqp.eq(ahead.peer.dqp),
-            areq.dst_mac.eq(ahead.peer.dst_mac), areq.dst_ip.eq(ahead.peer.dst_ip),
-            areq.route.template.eq(ahead.peer.template), areq.route.mode.eq(ahead.peer.mode),
-            areq.route.plane.eq(grant.plane),
+            seg.reply_addr.eq(granted_ack.ack.qp),
+            to_ackb.ack.eq(granted_ack.ack), to_ackb.arg.eq(granted_ack.arg),
+            to_ackb.ev.eq(granted_ack.ev), to_ackb.route.plane.eq(granted_ack.plane),
+            to_ackb.route.template.eq(seg.reply_peer.template),
+            to_ackb.route.mode.eq(seg.reply_peer.mode),
+            *(to_ackb[name].eq(seg.reply_peer[name]) for name in PEER_FIELDS
+              if name not in ("template", "mode")),
         ]
         g_ok = spray.grant.valid & asked.f.r_rdy
         ack_granted = g_ok & for_ack & acks_waiting.f.r_rdy & acks_granted.f.w_rdy
@@ -342,7 +340,7 @@ class TxPipeline(wiring.Component):
             self.probed.valid.eq(ack_granted & (ahead.ack.kind == AckKind.PROBE)),
             self.probed.payload.qp.eq(ahead.ack.qp), self.probed.payload.index.eq(grant.index),
             self.probed.payload.ev.eq(grant.ev),
-            ackb.req.payload.eq(acks_granted.r_data), ackb.req.valid.eq(acks_granted.f.r_rdy),
+            ackb.req.valid.eq(acks_granted.f.r_rdy),
             acks_granted.f.r_en.eq(ackb.req.valid & ackb.req.ready),
         ]
         m.d.comb += [self.sent.valid.eq(build.req.valid & build.req.ready),

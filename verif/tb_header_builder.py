@@ -1,11 +1,12 @@
 """cocotb test of the header builder: each packet out equals, field by field, the one the
-reference sender builds with scapy (less its ICRC), its payload read from the host-memory model;
-a failed read sends nothing and completes in error."""
+reference sender builds with scapy (less its ICRC), its payload read from the host-memory model
+and its peer from a table of the QPs' contexts; a failed read sends nothing and completes in
+error."""
 
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.axi import AxiStreamFrame
 from scapy.compat import raw
 from scapy.layers.inet import UDP
@@ -15,6 +16,7 @@ from scapy.layers.l2 import Ether
 from mrcnic import layers as L
 from mrcnic.evmap import EvLayout
 from mrcnic.hdl.header_builder import build_request_layout, frame_layout
+from mrcnic.hdl.qp_context import SrMode, peer_layout
 from mrcnic.hdl.segmenter import WrStatus, completion_layout
 from mrcnic.icrc import icrc_bytes
 from mrcnic.verif.host_memory import HostMemory
@@ -25,6 +27,18 @@ from mrcnic.verif.tx_model import MTUS, EvProfile, QueuePair, WriteRequest, segm
 
 BASE, SIZE = 0x4000_0000, 1 << 20
 BROKEN = (BASE + SIZE - 0x1000, 0x1000)   # reads here fail
+
+
+def route_of(peer: dict) -> dict:
+    return {"template": peer["template"], "mode": peer["mode"]}
+
+
+async def serve_peers(dut, peers):
+    """The QP context's peer read port: ``peer`` follows ``peer_qp`` within the cycle (the
+    builder's ``peer_qp`` comes from its registers, so it is settled by the falling edge)."""
+    while True:
+        await FallingEdge(dut.clk)
+        dut.peer.value = peers[int(dut.peer_qp.value)]
 
 
 @cocotb.test()
@@ -44,15 +58,22 @@ async def packets_match_the_reference_sender(dut):
     cpl = sink(dut, "cpl")
     frames = sink(dut, "frame")
     profile = EvProfile(EvLayout(2, 4), 8, rng)
+    # Each QP's peer, in the context the builder reads (a different one for every QP).
+    qps_ctx = [QueuePair(dqp=rng.getrandbits(24), dst_mac="02:00:00:00:00:%02x" % (q + 16),
+                         dst_ip=(0xFD00 << 112) | rng.getrandbits(64)) for q in range(qps)]
+    peers = [int.from_bytes(encode(peer_layout(), {
+        "dqp": c.dqp, "dst_mac": int(c.dst_mac.replace(":", ""), 16), "dst_ip": c.dst_ip,
+        "template": rng.getrandbits(8), "mode": rng.choice(list(SrMode))}), "little")
+        for c in qps_ctx]
+    cocotb.start_soon(serve_peers(dut, peers))
 
     expected = []     # (frame scapy packet or None, wr_id, qp)
     free = BASE       # each message gets its own memory: reads overlap later writes otherwise
     for n in range(p["count"]):
         q = rng.randrange(qps)
-        qp = QueuePair(dqp=rng.getrandbits(24), mtu=rng.choice(MTUS),
+        qp = QueuePair(dqp=qps_ctx[q].dqp, mtu=rng.choice(MTUS),
                        next_psn=rng.getrandbits(24), msn=rng.getrandbits(16),
-                       dst_mac="02:00:00:00:00:%02x" % (q + 16),
-                       dst_ip=(0xFD00 << 112) | rng.getrandbits(64))
+                       dst_mac=qps_ctx[q].dst_mac, dst_ip=qps_ctx[q].dst_ip)
         length = rng.choice([1, 7, 8, 9, qp.mtu, rng.randint(1, 3 * qp.mtu)])
         laddr = free + rng.randrange(0, 8)
         free = laddr + length
@@ -72,19 +93,19 @@ async def packets_match_the_reference_sender(dut):
             # those reads fail too)
             failed = BROKEN[0] < laddr + off + size
             wr_id = (n * 16 + k) & 0xFFFF
-            expected.append((None if failed else pkt, wr_id, q))
+            plane = rng.randrange(2)
+            expected.append((None if failed else pkt, wr_id, q, plane))
             await req.send(AxiStreamFrame(encode(build_request_layout(qps), {
                 "pkt": {"wr_id": wr_id, "qp": q, "opcode": bth.opcode, "psn": bth.psn,
                         "msn": pkt[L.METH].msn, "va": reth.va, "laddr": laddr + off,
                         "length": size, "dma_length": reth.dma_length, "rkey": reth.rkey,
                         "imm": pkt[L.ImmDt].imm if pkt.haslayer(L.ImmDt) else 0,
                         "last": bth.ackreq},
-                "ev": ev, "dqp": qp.dqp, "dst_mac": int(qp.dst_mac.replace(":", ""), 16),
-                "dst_ip": qp.dst_ip})))
+                "ev": ev, "plane": plane})))
 
     last_ts = None
     cl = completion_layout(qps)
-    for k, (pkt, wr_id, q) in enumerate(expected):
+    for k, (pkt, wr_id, q, plane) in enumerate(expected):
         if pkt is None:
             got = decode(cl, (await cpl.recv()).tdata)
             assert (got["wr_id"], got["qp"], got["status"]) == (wr_id, q, WrStatus.MEMORY)
@@ -94,6 +115,9 @@ async def packets_match_the_reference_sender(dut):
         assert rec["length"] == len(raw(got)) + 4, f"packet {k}: frame record says " \
                                                    f"{rec['length']} bytes"
         assert rec["ev"] == (got[UDP].sport << 16 | got[IPv6].fl), f"packet {k}: frame EV"
+        route = decode(peer_layout(), peers[q])
+        assert rec["route"] == {**route_of(route), "plane": plane}, \
+            f"packet {k}: the frame record's route is not QP {q}'s on plane {plane}"
         # The timestamp is the DUT's own clock: take it, then it must only move forward.
         ts = got[L.TSETH].tx_timestamp
         assert last_ts is None or (ts - last_ts) % 65536 < 32768, "TSETH went backwards"
