@@ -513,55 +513,65 @@ class SprayScheduler(wiring.Component):
         m.d.sync += [self.changed.valid.eq(0), chg.qp.eq(up.qp), chg.index.eq(up.index),
                      chg.state.eq(up.state), chg.management.eq(up.management),
                      chg.replaced.eq(0), chg.others.eq(0)]
-        with m.If(self.update.valid & self.update.ready):
+        # The updated QP's state, chosen once: the checks below are then one piece of logic,
+        # not one a QP (each QP's bitmaps only take the masks they make).
+        u_good, u_denied, u_bad = (Signal(E, name=f"up_{name}") for name in ("good", "denied", "bad"))
+        u_paths = Signal(data.ArrayLayout(range(NP), E))
+        u_spares = Signal(range(B + 1))
+        with m.Switch(up.qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += [u_good.eq(good[q]), u_denied.eq(denied[q]), u_bad.eq(bad[q]),
+                                 u_paths.eq(paths[q]), u_spares.eq(Array(spares[q])[up_plane])]
+
+        def write_up(bits, **values):
             for q in range(Q):
                 with m.If(up.qp == q):
-                    is_denied = denied[q].bit_select(up.index, 1)
-                    # The reliability engine may not retire a QP's last GOOD EV with no spare to
-                    # take its place: the QP could never send again, nor get the news back.
-                    no_spare = Array(spares[q])[up_plane] == 0
-                    rest = good[q] & ~up_one
-                    last_one = (~up.management & (up.state == EvState.ASSUMED_BAD) & no_spare
-                                & ~rest.any())
-                    # With ``path``, the other GOOD entries on its path go too, if that leaves
-                    # a GOOD EV or a spare.
-                    mine = named(paths[q][up.index], f"path_q{q}")
-                    same = named(Cat(*[paths[q][i] == mine for i in range(E)]), f"same_q{q}")
-                    siblings = Signal(E, name=f"siblings_q{q}")
-                    m.d.comb += siblings.eq(Mux(up.path & (~no_spare | (rest & ~same).any()),
-                                                rest & same, 0))
-                    refuse = ((up.index >= size[q]) | last_one
-                              | (~up.management & (is_denied | (up.state == EvState.DENIED))))
-                    bit = lambda s, q=q: s[q].bit_select(up.index, 1)  # noqa: E731
-                    with m.If(refuse):
-                        m.d.comb += update_refused.eq(1)
-                    with m.Elif(up.state == EvState.GOOD):
-                        write(q, up_one, good=1, denied=0, bad=0, skip_now=0, skip_next=0,
-                              trim_now=0, trim_next=0)
-                        m.d.sync += self.changed.valid.eq(bit(bad) | is_denied)
-                    with m.Elif((up.state == EvState.SKIP) & up.trim):
-                        write(q, up_one, trim_now=1, trim_next=1)
-                    with m.Elif(up.state == EvState.SKIP):
-                        write(q, up_one, skip_now=1, skip_next=1)
-                    with m.Elif(up.state == EvState.DENIED):
-                        write(q, up_one, good=0, denied=1, bad=0)
-                        m.d.sync += self.changed.valid.eq(~is_denied)
-                    with m.Else():   # ASSUMED_BAD
-                        write(q, siblings | up_one, good=0)
-                        write(q, siblings, bad=1)
-                        m.d.sync += [self.changed.valid.eq(bit(good) | siblings.any()),
-                                     chg.others.eq(siblings),
-                                     chg.replaced.eq(Array(spares[q])[up_plane] != 0)]
+                    write(q, bits, **values)
+
+        is_denied = u_denied.bit_select(up.index, 1)
+        # The reliability engine may not retire a QP's last GOOD EV with no spare to take its
+        # place: the QP could never send again, nor get the news back.
+        no_spare = u_spares == 0
+        rest = named(u_good & ~up_one, "up_rest")
+        last_one = (~up.management & (up.state == EvState.ASSUMED_BAD) & no_spare & ~rest.any())
+        # With ``path``, the other GOOD entries on its path go too, if that leaves a GOOD EV or
+        # a spare.
+        mine = named(u_paths[up.index], "up_path")
+        same = named(Cat(*[u_paths[i] == mine for i in range(E)]), "up_same")
+        siblings = Signal(E)
+        m.d.comb += siblings.eq(Mux(up.path & (~no_spare | (rest & ~same).any()), rest & same, 0))
+        refuse = ((up.index >= Array(size)[up.qp]) | last_one
+                  | (~up.management & (is_denied | (up.state == EvState.DENIED))))
+        with m.If(self.update.valid & self.update.ready):
+            with m.If(refuse):
+                m.d.comb += update_refused.eq(1)
+            with m.Elif(up.state == EvState.GOOD):
+                write_up(up_one, good=1, denied=0, bad=0, skip_now=0, skip_next=0, trim_now=0,
+                         trim_next=0)
+                m.d.sync += self.changed.valid.eq(u_bad.bit_select(up.index, 1) | is_denied)
+            with m.Elif((up.state == EvState.SKIP) & up.trim):
+                write_up(up_one, trim_now=1, trim_next=1)
+            with m.Elif(up.state == EvState.SKIP):
+                write_up(up_one, skip_now=1, skip_next=1)
+            with m.Elif(up.state == EvState.DENIED):
+                write_up(up_one, good=0, denied=1, bad=0)
+                m.d.sync += self.changed.valid.eq(~is_denied)
+            with m.Else():   # ASSUMED_BAD
+                write_up(siblings | up_one, good=0)
+                write_up(siblings, bad=1)
+                m.d.sync += [self.changed.valid.eq(u_good.bit_select(up.index, 1) | siblings.any()),
+                             chg.others.eq(siblings), chg.replaced.eq(~no_spare)]
+                with m.If(~no_spare):
+                    m.d.comb += [spare_rd.en.eq(1),
+                                 spare_rd.addr.eq((up.qp * P + up_plane) * B + u_spares - 1)]
+                    for q in range(Q):
                         for p in range(P):
-                            with m.If(up_plane == p):
-                                with m.If(spares[q][p] != 0):
-                                    m.d.comb += [spare_rd.en.eq(1), spare_rd.addr.eq(
-                                        (q * P + p) * B + spares[q][p] - 1)]
-                                    m.d.sync += [spares[q][p].eq(spares[q][p] - 1), fetch.eq(1),
-                                                 fetch_qp.eq(q), fetch_index.eq(up.index)]
-                                    write(q, up_one, skip_now=0, skip_next=0, trim_now=0,
-                                          trim_next=0)
-                                    m.d.comb += self.replaced.eq(1)
-                                with m.Else():
-                                    write(q, siblings | up_one, bad=1)
+                            with m.If((up.qp == q) & (up_plane == p)):
+                                m.d.sync += spares[q][p].eq(spares[q][p] - 1)
+                    m.d.sync += [fetch.eq(1), fetch_qp.eq(up.qp), fetch_index.eq(up.index)]
+                    write_up(up_one, skip_now=0, skip_next=0, trim_now=0, trim_next=0)
+                    m.d.comb += self.replaced.eq(1)
+                with m.Else():
+                    write_up(siblings | up_one, bad=1)
         return m

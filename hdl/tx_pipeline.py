@@ -47,10 +47,11 @@ class TxPipeline(wiring.Component):
     goes before the next data frame: data descriptors are granted ahead (to hide the payload
     read), and an acknowledgement queued behind them would add their time to the peer's RTT.
 
-    Retransmissions (``rtx``) come next, ahead of new packets: each has its QP's context read,
-    asks for an EV other than the one that lost it, and is built again from host memory. A new
-    packet waits until the reliability engine opens its QP's window (``gate_*``). Every data
-    packet granted an EV is reported on ``sent``.
+    Retransmissions (``rtx``) come next, ahead of new packets: each asks for an EV other than
+    the one that lost it, and is built again from host memory. A new packet waits until the
+    reliability engine opens its QP's window (``gate_*``). Every data packet granted an EV is
+    reported on ``sent``. The queues between these stages carry QP numbers, not the QPs'
+    peers: each builder reads the peer of the frame it builds from the QP context.
 
     Parameters
     ----------
@@ -260,9 +261,12 @@ class TxPipeline(wiring.Component):
         # offered and not yet taken stays offered. Neither queue carries the QP's peer: the
         # builders read it from the context by QP number.
         waiting = _Fifo(m, "waiting", data.StructLayout({"pkt": packet_descriptor_layout(Q)}), 4)
-        acks_waiting = _Fifo(m, "acks_waiting", data.StructLayout({
-            "ack": ack_layout(Q), "arg": 16}), 4)
-        asked = _Fifo(m, "asked", data.StructLayout({"ack": 1}), 8)
+        # An acknowledgement waits in ``ack_queue`` from its request until it is framed; its EV,
+        # once granted, waits beside it in ``ack_routes``. (One queue of both kinds, where two
+        # carried the acknowledgement each, before its grant and after: the distributed RAM a
+        # queue takes is sixteen entries deep however few it holds.)
+        acks = _Fifo(m, "ack_queue", data.StructLayout({"ack": ack_layout(Q), "arg": 16}), 8)
+        asked = _Fifo(m, "asked", data.StructLayout({"ack": 1, "probe": 1, "qp": range(Q)}), 8)
         offered_ack = Signal()            # ...and it was an acknowledgement's
         offered_rtx = Signal()            # ...or a retransmission's
         ack_asks, rtx_asks = Signal(), Signal()
@@ -274,7 +278,7 @@ class TxPipeline(wiring.Component):
             self.gate_take.eq(seg.pkt.valid & seg.pkt.ready), seg.open.eq(self.gate_ready),
         ]
         new_asks = ~ack_asks & ~rtx_asks
-        room = asked.f.w_rdy & Mux(ack_asks, acks_waiting.f.w_rdy, waiting.f.w_rdy)
+        room = asked.f.w_rdy & Mux(ack_asks, acks.f.w_rdy, waiting.f.w_rdy)
         req_valid = Mux(new_asks, seg.pkt.valid & self.gate_open, 1) & room
         took = req_valid & spray.request.ready
         m.d.comb += [
@@ -285,8 +289,8 @@ class TxPipeline(wiring.Component):
             spray.request.payload.entry.eq(arg),
             spray.request.valid.eq(req_valid),
             seg.pkt.ready.eq(new_asks & self.gate_open & room & spray.request.ready),
-            asked.f.w_en.eq(took), asked.f.w_data.eq(ack_asks),
-            waiting.f.w_en.eq(took & ~ack_asks), acks_waiting.f.w_en.eq(took & ack_asks),
+            asked.f.w_en.eq(took), waiting.f.w_en.eq(took & ~ack_asks),
+            acks.f.w_en.eq(took & ack_asks),
         ]
         m.d.sync += [offered.eq(req_valid & ~spray.request.ready), offered_ack.eq(ack_asks),
                      offered_rtx.eq(rtx_asks)]
@@ -298,11 +302,13 @@ class TxPipeline(wiring.Component):
             m.d.sync += rtx_full.eq(0)
         w = waiting.layout(waiting.f.w_data)
         m.d.comb += w.pkt.eq(Mux(rtx_asks, rtx.pkt, seg.pkt.payload))
-        aw = acks_waiting.layout(acks_waiting.f.w_data)
-        m.d.comb += [aw.ack.eq(ack), aw.arg.eq(arg)]
+        aw = acks.layout(acks.f.w_data)
+        ask = asked.layout(asked.f.w_data)
+        m.d.comb += [aw.ack.eq(ack), aw.arg.eq(arg), ask.ack.eq(ack_asks),
+                     ask.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)), ask.qp.eq(ack.qp)]
 
         # The EV joins its descriptor on the way to the header builder, or its acknowledgement
-        # on the way to the acknowledgement builder (through ``acks_granted``, as that builder
+        # on the way to the acknowledgement builder (waiting in ``ack_routes``, as that builder
         # holds its request until the frame is out).
         grant = spray.grant.payload
         for_ack = asked.r_data.ack
@@ -312,36 +318,35 @@ class TxPipeline(wiring.Component):
             req.pkt.eq(head.pkt), req.ev.eq(grant.ev), req.plane.eq(grant.plane),
             seg.build_addr.eq(build.peer_qp), build.peer.eq(seg.build_peer),
         ]
-        ahead = acks_waiting.r_data
-        acks_granted = _Fifo(m, "acks_granted", data.StructLayout({
-            "ack": ack_layout(Q), "arg": 16, "ev": 32,
-            "plane": ackb.req.payload.route.plane.shape()}), 4)
-        areq = acks_granted.layout(acks_granted.f.w_data)
-        m.d.comb += [areq.ack.eq(ahead.ack), areq.arg.eq(ahead.arg), areq.ev.eq(grant.ev),
-                     areq.plane.eq(grant.plane)]
-        # The acknowledgement builder holds its request until the frame is out; its peer is
+        ack_routes = _Fifo(m, "ack_routes", data.StructLayout({
+            "ev": 32, "plane": ackb.req.payload.route.plane.shape()}), 4)
+        ar = ack_routes.layout(ack_routes.f.w_data)
+        m.d.comb += [ar.ev.eq(grant.ev), ar.plane.eq(grant.plane)]
+        # The acknowledgement builder's request: the acknowledgement, its route, and its peer
         # read for it here.
-        granted_ack = acks_granted.r_data
+        ahead, route = acks.r_data, ack_routes.r_data
         to_ackb = ackb.req.payload
         m.d.comb += [
-            seg.reply_addr.eq(granted_ack.ack.qp),
-            to_ackb.ack.eq(granted_ack.ack), to_ackb.arg.eq(granted_ack.arg),
-            to_ackb.ev.eq(granted_ack.ev), to_ackb.route.plane.eq(granted_ack.plane),
+            seg.reply_addr.eq(ahead.ack.qp),
+            to_ackb.ack.eq(ahead.ack), to_ackb.arg.eq(ahead.arg),
+            to_ackb.ev.eq(route.ev), to_ackb.route.plane.eq(route.plane),
             to_ackb.route.template.eq(seg.reply_peer.template),
             to_ackb.route.mode.eq(seg.reply_peer.mode),
             *(to_ackb[name].eq(seg.reply_peer[name]) for name in PEER_FIELDS
               if name not in ("template", "mode")),
         ]
         g_ok = spray.grant.valid & asked.f.r_rdy
-        ack_granted = g_ok & for_ack & acks_waiting.f.r_rdy & acks_granted.f.w_rdy
+        ack_granted = g_ok & for_ack & ack_routes.f.w_rdy
         m.d.comb += [
             build.req.valid.eq(g_ok & ~for_ack & waiting.f.r_rdy),
-            acks_granted.f.w_en.eq(ack_granted),
-            self.probed.valid.eq(ack_granted & (ahead.ack.kind == AckKind.PROBE)),
-            self.probed.payload.qp.eq(ahead.ack.qp), self.probed.payload.index.eq(grant.index),
+            ack_routes.f.w_en.eq(ack_granted),
+            self.probed.valid.eq(ack_granted & asked.r_data.probe),
+            self.probed.payload.qp.eq(asked.r_data.qp), self.probed.payload.index.eq(grant.index),
             self.probed.payload.ev.eq(grant.ev),
-            ackb.req.valid.eq(acks_granted.f.r_rdy),
-            acks_granted.f.r_en.eq(ackb.req.valid & ackb.req.ready),
+            # (an acknowledgement is in ``ack_queue`` from before it asked)
+            ackb.req.valid.eq(ack_routes.f.r_rdy & acks.f.r_rdy),
+            ack_routes.f.r_en.eq(ackb.req.valid & ackb.req.ready),
+            acks.f.r_en.eq(ackb.req.valid & ackb.req.ready),
         ]
         m.d.comb += [self.sent.valid.eq(build.req.valid & build.req.ready),
                      self.sent.payload.pkt.eq(head.pkt), self.sent.payload.index.eq(grant.index),
@@ -351,7 +356,6 @@ class TxPipeline(wiring.Component):
             granted.eq((build.req.valid & build.req.ready) | ack_granted),
             spray.grant.ready.eq(granted), asked.f.r_en.eq(granted),
             waiting.f.r_en.eq(build.req.valid & build.req.ready),
-            acks_waiting.f.r_en.eq(ack_granted),
         ]
 
         # Frames to the ICRC inserter, whole, an acknowledgement first when one is ready at a
