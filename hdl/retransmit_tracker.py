@@ -394,7 +394,7 @@ class RetransmitTracker(wiring.Component):
         for q in range(Q):
             with m.If(s_new & (s_q == q)):
                 m.d.sync += nxt[q].eq(s_psn + 1)
-                with m.If(una[q] == nxt[q]):        # the first in flight starts the clock
+                with m.If(s_una == s_nxt):          # the first in flight starts the clock
                     m.d.sync += tstart[q].eq(self.now)
 
         # ---- the FSM's QP and its state ------------------------------------------------------
@@ -412,9 +412,19 @@ class RetransmitTracker(wiring.Component):
         walk_len = Signal(13)            # set by the walk (and PIPE) for QP cq
         pipe_bits = Signal(SACK_BITS)    # the last SACK's newly SACKed, from ``pipe_base``
         pipe_base = Signal(PSN_BITS)
+        # Two adders, one for each QP that may change (the gate's and the FSM's), not two a QP.
+        took_q = Signal(32)          # the gate's QP's bytes with what it takes (and gives back)
+        gave_q = Signal(32)          # the FSM's QP's, less what the walk takes off
+        m.d.comb += [
+            took_q.eq(Array(flight)[self.gate_qp] + self.gate_length
+                      - Mux(cq == self.gate_qp, walk_len, 0)),
+            gave_q.eq(Array(flight)[cq] - walk_len),
+        ]
         for q in range(Q):
-            add = Mux(self.gate_take & (self.gate_qp == q), self.gate_length, 0)
-            m.d.sync += flight[q].eq(flight[q] + add - Mux(cq == q, walk_len, 0))
+            with m.If(self.gate_take & (self.gate_qp == q)):
+                m.d.sync += flight[q].eq(took_q)
+            with m.Elif(cq == q):
+                m.d.sync += flight[q].eq(gave_q)
 
         for q in range(Q):
             with m.If(cq == q):
@@ -686,6 +696,21 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += new_cwnd.eq(self.cwnd_min)
                     with m.Else():
                         m.d.comb += new_cwnd.eq(grown)
+                    # The QP's new RTT estimates and RACK time, computed once for QP cq (not
+                    # once per QP, each QP's registers taking only their own).
+                    c_rttvar = Array(rttvar)[cq]
+                    new_srtt, new_rttvar = Signal(TIME_BITS), Signal(TIME_BITS)
+                    newer = Signal(TIME_BITS)
+                    rack_moves = Signal()
+                    # (a probe's answer is left out: its timestamp is the probe's)
+                    m.d.comb += [
+                        new_srtt.eq(Array(srtt)[cq] + (err >> 3)),
+                        new_rttvar.eq(c_rttvar + ((sgn(mag, TIME_BITS + 2)
+                                                   - sgn(c_rttvar, TIME_BITS + 2)) >> 2)),
+                        newer.eq(f_ts - Array(rack_ts)[cq]),
+                        rack_moves.eq(~f_pr & (~rack_on.bit_select(cq, 1) | ~newer[-1])),
+                    ]
+                    first_rtt = ~have_rtt.bit_select(cq, 1)
                     for q in range(Q):
                         with m.If(cq == q):
                             m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
@@ -693,18 +718,13 @@ class RetransmitTracker(wiring.Component):
                                 m.d.sync += [cutting[q].eq(1), cut_psn[q].eq(c_nxt)]
                             with m.Elif(after_cut):
                                 m.d.sync += cutting[q].eq(0)
-                            # (a probe's answer is left out: its timestamp is the probe's)
-                            newer = (f_ts - rack_ts[q])[:TIME_BITS]
-                            with m.If(~f_pr & (~rack_on[q] | ~newer[-1])):
+                            with m.If(rack_moves):
                                 m.d.sync += [rack_ts[q].eq(f_ts), rack_on[q].eq(1)]
-                            with m.If(~have_rtt[q]):
+                            with m.If(first_rtt):
                                 m.d.sync += [srtt[q].eq(sample), rttvar[q].eq(sample >> 1),
                                              have_rtt[q].eq(1)]
                             with m.Else():
-                                m.d.sync += [srtt[q].eq(srtt[q] + (err >> 3)),
-                                             rttvar[q].eq(rttvar[q] + ((
-                                                 sgn(mag, TIME_BITS + 2)
-                                                 - sgn(rttvar[q], TIME_BITS + 2)) >> 2))]
+                                m.d.sync += [srtt[q].eq(new_srtt), rttvar[q].eq(new_rttvar)]
                     # What the bitmap covers is no longer outstanding, nor in flight: the
                     # bytes of those still outstanding leave the flight (PIPE), so a hole at
                     # una does not stall the QP while it is recovered.
