@@ -499,7 +499,7 @@ class RetransmitTracker(wiring.Component):
         cause = Signal(_Cause)
         tq = Signal(range(Q))                 # the QP whose timer is looked at next
         t_rto = rto_of(tq)
-        c_rto = rto_of(cq)
+        c_rto = Signal(TIME_BITS)             # QP cq's RTO, kept from when its timer fired
         p_out = c_out.bit_select(p[:wb], 1)
         p_pend = c_pend.bit_select(p[:wb], 1)
         pd = Signal(PSN_BITS)
@@ -592,7 +592,7 @@ class RetransmitTracker(wiring.Component):
                             & ((self.now - Array(tstart)[tq])[:TIME_BITS] >= t_rto)):
                     m.d.comb += [f_q.eq(tq), f_pend_clr.eq(~0)]
                     m.d.sync += [cq.eq(tq), p.eq(t_una), cause.eq(_Cause.TIMEOUT),
-                                 scan_end.eq(t_nxt)]
+                                 scan_end.eq(t_nxt), c_rto.eq(t_rto)]
                     with m.If(res_q == tq):
                         m.d.sync += res_on.eq(0)
                     m.next = "TO_FIND"

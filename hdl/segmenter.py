@@ -216,10 +216,12 @@ class Segmenter(wiring.Component):
             with m.State("OFFER"):
                 m.d.comb += self.pkt.valid.eq(self.open.bit_select(cur, 1))
                 with m.If(self.pkt.valid & self.pkt.ready):
+                    # (the QP's next values are computed once, from ``cur``'s: one set of
+                    # adders, not one a QP)
                     for q in range(Q):
                         with m.If(cur == q):
-                            m.d.sync += [psn[q].eq(psn[q] + 1), remaining[q].eq(remaining[q] - mtu),
-                                         offset[q].eq(offset[q] + mtu), first[q].eq(0)]
+                            m.d.sync += [psn[q].eq(c_psn + 1), remaining[q].eq(c_remaining - mtu),
+                                         offset[q].eq(c_offset + mtu), first[q].eq(0)]
                             with m.If(last):
                                 m.d.sync += active[q].eq(0)
                     with m.If(last):
