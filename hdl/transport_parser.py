@@ -20,6 +20,29 @@ EXT_BYTES = max(wire.SETH.length, wire.EETH.length,
                 sum(h.length for h in (wire.METH, wire.TSETH, wire.RETH, wire.IMMDT)))
 
 
+#: the record's fields its queue does not keep: each is read again from ``ext`` as the record
+#: leaves (with BTH's tsh bit, which the queue keeps instead), so the queue is 144 bits narrower
+_FROM_EXT = ("msn", "ts", "va", "rkey", "imm")
+
+
+def _queued_layout(planes):
+    members = dict(transport_layout(planes).members)
+    return data.StructLayout({**{k: v for k, v in members.items() if k not in _FROM_EXT},
+                              "tsh": 1})
+
+
+def _ext_views(ext):
+    """The headers after BTH, at their places in ``ext``: METH, TSETH (there when tsh is set),
+    RETH and ImmDt without and with TSETH, and PETH."""
+    at = wire.METH.length + wire.TSETH.length
+    return {"meth": header_view(ext, wire.METH, 0),
+            "tseth": header_view(ext, wire.TSETH, wire.METH.length),
+            "reth": [header_view(ext, wire.RETH, wire.METH.length), header_view(ext, wire.RETH, at)],
+            "imm": [header_view(ext, wire.IMMDT, wire.METH.length + wire.RETH.length),
+                    header_view(ext, wire.IMMDT, at + wire.RETH.length)],
+            "peth": header_view(ext, wire.PETH, 0)}
+
+
 class PacketKind(enum.Enum, shape=2):
     DATA = 0       # a write: placed in memory
     PROBE = 1      # a reliability probe (PETH): answered with a SACK
@@ -89,7 +112,8 @@ class TransportParser(wiring.Component):
         d = self.i.payload
         parsed = d.meta.parsed
         layout = transport_layout(self._planes)
-        m.submodules.recs = recs = fifo.SyncFIFOBuffered(width=layout.size, depth=4)
+        queued = _queued_layout(self._planes)
+        m.submodules.recs = recs = fifo.SyncFIFOBuffered(width=queued.size, depth=4)
 
         # The bytes after BTH, gathered beat by beat at their fixed lanes.
         window = Signal(8 * N)
@@ -123,14 +147,7 @@ class TransportParser(wiring.Component):
         # The record, from the parser's fields and the window.
         bth, ip, udp = parsed.bth, parsed.ip, parsed.udp
         op = bth.opcode
-        meth = header_view(cur, wire.METH, 0)
-        ts_here = header_view(cur, wire.TSETH, wire.METH.length)
-        at = wire.METH.length + wire.TSETH.length
-        reth = [header_view(cur, wire.RETH, wire.METH.length),
-                header_view(cur, wire.RETH, at)]
-        imm = [header_view(cur, wire.IMMDT, wire.METH.length + wire.RETH.length),
-               header_view(cur, wire.IMMDT, at + wire.RETH.length)]
-        peth = header_view(cur, wire.PETH, 0)
+        peth = _ext_views(cur)["peth"]
 
         O = wire.Opcode
         is_data = Signal()
@@ -162,7 +179,7 @@ class TransportParser(wiring.Component):
         with m.Elif(total < need):
             m.d.comb += error.eq(TransportError.TRUNCATED)
 
-        r = layout(recs.w_data)
+        r = queued(recs.w_data)
         ok = error == TransportError.NONE
         tc = arrival_tc(parsed)
         m.d.comb += [
@@ -170,23 +187,34 @@ class TransportParser(wiring.Component):
             r.ackreq.eq(bth.ackreq), r.ev.eq((udp.sport << 16) | ip.flow_label[:16]),
             r.ce.eq(tc[:2] == 0b11), r.plane.eq(d.meta.plane), r.ext.eq(cur),
             r.qp.eq(Mux(kind == PacketKind.PROBE, peth[wire.PROBE_QP_FIELD], bth.dqp)),
-            r.head.eq(B + ext),
+            r.head.eq(B + ext), r.tsh.eq(bth.tsh),
         ]
         with m.If(ok & is_data):
             m.d.comb += [
-                r.trimmed.eq(is_trimmed(parsed)), r.msn.eq(meth.msn),
+                r.trimmed.eq(is_trimmed(parsed)),
                 r.is_last.eq(op.matches(int(O.WRITE_LAST), int(O.WRITE_LAST_IMM),
                                         int(O.WRITE_ONLY), int(O.WRITE_ONLY_IMM))),
-                r.ts.eq(Mux(bth.tsh, ts_here.tx_timestamp, 0)),
-                r.va.eq(Mux(bth.tsh, reth[1].va, reth[0].va)),
-                r.rkey.eq(Mux(bth.tsh, reth[1].rkey, reth[0].rkey)),
                 r.has_imm.eq(has_imm),
                 r.length.eq(Mux(is_trimmed(parsed), 0, total - need)),
             ]
-            with m.If(has_imm):
-                m.d.comb += r.imm.eq(Mux(bth.tsh, imm[1].imm, imm[0].imm))
-        with m.If(ok & (kind == PacketKind.PROBE)):
-            m.d.comb += r.ts.eq(peth.tx_timestamp)
-        m.d.comb += [self.rec.payload.eq(recs.r_data), self.rec.valid.eq(recs.r_rdy),
-                     recs.r_en.eq(self.rec.ready)]
+
+        # The record as it leaves: what the queue kept, and the fields read from ``ext``.
+        q = queued(recs.r_data)
+        out = self.rec.payload
+        m.d.comb += [out[name].eq(q[name]) for name, _ in layout if name not in _FROM_EXT]
+        views = _ext_views(q.ext)
+        q_ok = q.error == TransportError.NONE
+        with m.If(q_ok & (q.kind == PacketKind.DATA)):
+            reth, imm = views["reth"], views["imm"]
+            m.d.comb += [
+                out.msn.eq(views["meth"].msn),
+                out.ts.eq(Mux(q.tsh, views["tseth"].tx_timestamp, 0)),
+                out.va.eq(Mux(q.tsh, reth[1].va, reth[0].va)),
+                out.rkey.eq(Mux(q.tsh, reth[1].rkey, reth[0].rkey)),
+            ]
+            with m.If(q.has_imm):
+                m.d.comb += out.imm.eq(Mux(q.tsh, imm[1].imm, imm[0].imm))
+        with m.If(q_ok & (q.kind == PacketKind.PROBE)):
+            m.d.comb += out.ts.eq(views["peth"].tx_timestamp)
+        m.d.comb += [self.rec.valid.eq(recs.r_rdy), recs.r_en.eq(self.rec.ready)]
         return m
