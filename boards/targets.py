@@ -74,7 +74,7 @@ class Board:
 
 #: LUT4 sites the NIC at BOARD_NIC packs to, as last measured (python -m mrcnic.boards.synth
 #: --pack nic_board; docs/boards.md): what keeps it off both boards for now
-NIC_BOARD_LUT4_SITES = 47_323
+NIC_BOARD_LUT4_SITES = 47_745
 
 
 def _nic_too_big(device: str) -> str:
