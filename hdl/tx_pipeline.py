@@ -265,7 +265,7 @@ class TxPipeline(wiring.Component):
         # once granted, waits beside it in ``ack_routes``. (One queue of both kinds, where two
         # carried the acknowledgement each, before its grant and after: the distributed RAM a
         # queue takes is sixteen entries deep however few it holds.)
-        acks = _Fifo(m, "ack_queue", data.StructLayout({"ack": ack_layout(Q), "arg": 16}), 8)
+        ack_queue = _Fifo(m, "ack_queue", data.StructLayout({"ack": ack_layout(Q), "arg": 16}), 8)
         asked = _Fifo(m, "asked", data.StructLayout({"ack": 1, "probe": 1, "qp": range(Q)}), 8)
         offered_ack = Signal()            # ...and it was an acknowledgement's
         offered_rtx = Signal()            # ...or a retransmission's
@@ -278,7 +278,7 @@ class TxPipeline(wiring.Component):
             self.gate_take.eq(seg.pkt.valid & seg.pkt.ready), seg.open.eq(self.gate_ready),
         ]
         new_asks = ~ack_asks & ~rtx_asks
-        room = asked.f.w_rdy & Mux(ack_asks, acks.f.w_rdy, waiting.f.w_rdy)
+        room = asked.f.w_rdy & Mux(ack_asks, ack_queue.f.w_rdy, waiting.f.w_rdy)
         req_valid = Mux(new_asks, seg.pkt.valid & self.gate_open, 1) & room
         took = req_valid & spray.request.ready
         m.d.comb += [
@@ -290,7 +290,7 @@ class TxPipeline(wiring.Component):
             spray.request.valid.eq(req_valid),
             seg.pkt.ready.eq(new_asks & self.gate_open & room & spray.request.ready),
             asked.f.w_en.eq(took), waiting.f.w_en.eq(took & ~ack_asks),
-            acks.f.w_en.eq(took & ack_asks),
+            ack_queue.f.w_en.eq(took & ack_asks),
         ]
         m.d.sync += [offered.eq(req_valid & ~spray.request.ready), offered_ack.eq(ack_asks),
                      offered_rtx.eq(rtx_asks)]
@@ -302,7 +302,7 @@ class TxPipeline(wiring.Component):
             m.d.sync += rtx_full.eq(0)
         w = waiting.layout(waiting.f.w_data)
         m.d.comb += w.pkt.eq(Mux(rtx_asks, rtx.pkt, seg.pkt.payload))
-        aw = acks.layout(acks.f.w_data)
+        aw = ack_queue.layout(ack_queue.f.w_data)
         ask = asked.layout(asked.f.w_data)
         m.d.comb += [aw.ack.eq(ack), aw.arg.eq(arg), ask.ack.eq(ack_asks),
                      ask.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)), ask.qp.eq(ack.qp)]
@@ -324,7 +324,7 @@ class TxPipeline(wiring.Component):
         m.d.comb += [ar.ev.eq(grant.ev), ar.plane.eq(grant.plane)]
         # The acknowledgement builder's request: the acknowledgement, its route, and its peer
         # read for it here.
-        ahead, route = acks.r_data, ack_routes.r_data
+        ahead, route = ack_queue.r_data, ack_routes.r_data
         to_ackb = ackb.req.payload
         m.d.comb += [
             seg.reply_addr.eq(ahead.ack.qp),
@@ -344,9 +344,9 @@ class TxPipeline(wiring.Component):
             self.probed.payload.qp.eq(asked.r_data.qp), self.probed.payload.index.eq(grant.index),
             self.probed.payload.ev.eq(grant.ev),
             # (an acknowledgement is in ``ack_queue`` from before it asked)
-            ackb.req.valid.eq(ack_routes.f.r_rdy & acks.f.r_rdy),
+            ackb.req.valid.eq(ack_routes.f.r_rdy & ack_queue.f.r_rdy),
             ack_routes.f.r_en.eq(ackb.req.valid & ackb.req.ready),
-            acks.f.r_en.eq(ackb.req.valid & ackb.req.ready),
+            ack_queue.f.r_en.eq(ackb.req.valid & ackb.req.ready),
         ]
         m.d.comb += [self.sent.valid.eq(build.req.valid & build.req.ready),
                      self.sent.payload.pkt.eq(head.pkt), self.sent.payload.index.eq(grant.index),
