@@ -8,7 +8,8 @@ from amaranth.lib.wiring import In, Out
 from mrcnic.enums import MTU_CODES, QpState, SrMode
 
 __all__ = ["QpState", "SrMode", "MTU_CODES", "READ_PORTS", "PEER_PORTS", "PEER_FIELDS",
-           "static_layout", "peer_layout", "seq_layout", "context_write_layout", "QpContext"]
+           "SHARED_PORTS", "static_layout", "peer_layout", "shared_port_members", "seq_layout",
+           "context_write_layout", "QpContext"]
 
 #: the static part's read ports besides the segmenter's: the receive side and the
 #: acknowledgements (for the QP's state) each read their QP's context here
@@ -19,6 +20,9 @@ READ_PORTS = ("rx", "ack")
 PEER_PORTS = ("build", "reply")
 #: the static fields a frame's headers and route take from its QP
 PEER_FIELDS = ("dqp", "dst_mac", "dst_ip", "template", "mode")
+#: every read port above, with what it returns: the segmenter, which holds the context, passes
+#: each through as its own
+SHARED_PORTS = (*((name, "static") for name in READ_PORTS), *((name, "peer") for name in PEER_PORTS))
 
 def static_layout():
     """Fields management sets and the datapath only reads: the peer and the route to it, and
@@ -33,6 +37,13 @@ def peer_layout():
     """The part of :func:`static_layout` a frame is built from: the peer and the route to it."""
     members = dict(static_layout().members)
     return data.StructLayout({name: members[name] for name in PEER_FIELDS})
+
+
+def shared_port_members(qps):
+    """The signature members of :data:`SHARED_PORTS`: ``<name>_addr`` in, ``<name>_<kind>`` out."""
+    shapes = {"static": static_layout(), "peer": peer_layout()}
+    return {f"{name}_{k}": port for name, kind in SHARED_PORTS
+            for k, port in (("addr", In(range(qps))), (kind, Out(shapes[kind])))}
 
 
 def seq_layout():
@@ -80,10 +91,7 @@ class QpContext(wiring.Component):
             "rd_static": Out(static_layout()),
             "rd_seq": Out(seq_layout()),
             "emit_addr": In(range(qps)), "emit_static": Out(static_layout()),
-            **{f"{name}_{kind}": port for name in READ_PORTS
-               for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
-            **{f"{name}_{kind}": port for name in PEER_PORTS
-               for kind, port in (("addr", In(range(qps))), ("peer", Out(peer_layout())))},
+            **shared_port_members(qps),
             "wb": In(stream.Signature(data.StructLayout({"qp": range(qps), "seq": seq_layout()}),
                                       always_ready=True)),
         })

@@ -9,15 +9,7 @@ from mrcnic import wire
 from mrcnic.enums import WrOpcode, WrStatus
 
 from .bits import decode, first_from
-from .qp_context import (
-    PEER_PORTS,
-    READ_PORTS,
-    QpContext,
-    QpState,
-    context_write_layout,
-    peer_layout,
-    static_layout,
-)
+from .qp_context import SHARED_PORTS, QpContext, QpState, context_write_layout, shared_port_members
 
 __all__ = ["WrOpcode", "WrStatus", "work_request_layout", "packet_descriptor_layout",
            "completion_layout", "Segmenter", "MAX_MESSAGE", "MAX_TRIES"]
@@ -88,10 +80,7 @@ class Segmenter(wiring.Component):
             "cpl": Out(stream.Signature(completion_layout(qps))),
             "ctx_write": In(stream.Signature(context_write_layout(qps))),
             "open": In(qps),
-            **{f"{name}_{kind}": port for name in READ_PORTS
-               for kind, port in (("addr", In(range(qps))), ("static", Out(static_layout())))},
-            **{f"{name}_{kind}": port for name in PEER_PORTS
-               for kind, port in (("addr", In(range(qps))), ("peer", Out(peer_layout())))},
+            **shared_port_members(qps),
             "requests": Out(1),
             "errors": Out(1),
         })
@@ -106,7 +95,7 @@ class Segmenter(wiring.Component):
         Q = self._qps
         m.submodules.ctx = ctx = self._ctx
         wiring.connect(m, wiring.flipped(self.ctx_write), ctx.write)
-        for name, kind in [*((n, "static") for n in READ_PORTS), *((n, "peer") for n in PEER_PORTS)]:
+        for name, kind in SHARED_PORTS:
             m.d.comb += [getattr(ctx, f"{name}_addr").eq(getattr(self, f"{name}_addr")),
                          getattr(self, f"{name}_{kind}").eq(getattr(ctx, f"{name}_{kind}"))]
 

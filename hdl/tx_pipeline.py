@@ -15,7 +15,7 @@ from .icrc_inserter import IcrcInserter
 from .plane_demux import PlaneDemux, plane_events, plane_members
 from .port_meter import PortMeter
 from .port_status import status_layout
-from .qp_context import PEER_FIELDS, QpState, context_write_layout, static_layout
+from .qp_context import QpState, context_write_layout, static_layout
 from .retransmit_tracker import retransmit_layout, sent_layout
 from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
@@ -330,10 +330,10 @@ class TxPipeline(wiring.Component):
             seg.reply_addr.eq(ahead.ack.qp),
             to_ackb.ack.eq(ahead.ack), to_ackb.arg.eq(ahead.arg),
             to_ackb.ev.eq(route.ev), to_ackb.route.plane.eq(route.plane),
+            to_ackb.dqp.eq(seg.reply_peer.dqp), to_ackb.dst_mac.eq(seg.reply_peer.dst_mac),
+            to_ackb.dst_ip.eq(seg.reply_peer.dst_ip),
             to_ackb.route.template.eq(seg.reply_peer.template),
             to_ackb.route.mode.eq(seg.reply_peer.mode),
-            *(to_ackb[name].eq(seg.reply_peer[name]) for name in PEER_FIELDS
-              if name not in ("template", "mode")),
         ]
         g_ok = spray.grant.valid & asked.f.r_rdy
         ack_granted = g_ok & for_ack & ack_routes.f.w_rdy
