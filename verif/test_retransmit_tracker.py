@@ -1,12 +1,14 @@
 """The retransmit tracker alone, in Amaranth's simulator: what its streams offer does not
 change while it waits to be taken (stream rules), even when the record it comes from is
-rewritten meanwhile. (The tracker's behaviour is specified in test_reliability_hdl.py, on the
+rewritten meanwhile; and a SACK takes out of the flight only the packets no earlier SACK
+took, however often its bitmap repeats them. (The tracker's behaviour is specified in test_reliability_hdl.py, on the
 whole NIC against the sender's reference model.)"""
 
 from amaranth.sim import Simulator
 
+from mrcnic import wire
 from mrcnic.enums import RelMode
-from mrcnic.hdl.retransmit_tracker import RetransmitTracker
+from mrcnic.hdl.retransmit_tracker import PathEvent, RetransmitTracker
 
 RTO = 24            # rto_min = rto_max: the timer fires this many cycles after a send
 PSN = 100
@@ -79,3 +81,79 @@ def test_an_offered_retransmission_holds_while_its_record_is_rewritten():
     sim.add_testbench(bench)
     sim.run_until(1e-8 * 400)
     assert seen, "the bench did not finish"
+
+
+def _sack(cack, offset, psns, trigger, ev):
+    """A SACK record for QP 0: cumulative PSN ``cack``, bitmap from ``cack + offset`` with
+    ``psns`` arrived, triggered by PSN ``trigger`` on EV ``ev``."""
+    bitmap = sum(1 << (psn - cack - offset) for psn in psns)
+    seth = wire.SETH.pack(cack_psn=cack, sack_offset=offset, sack_bitmap=bitmap,
+                          ack_psn_offset=trigger - cack, entropy=ev)
+    return {"kind": 2, "opcode": wire.Opcode.SACK, "qp": 0,
+            "ext": int.from_bytes(seth, "little")}
+
+
+def test_a_sack_takes_each_packet_out_of_the_flight_once():
+    """Eight 64-byte packets are in flight. A SACK says PSNs 2 and 3 (of the eight) arrived,
+    then another says 2, 3 and 5: the bytes in flight fall by two packets, then by one, and
+    each of the three is reported arrived (a path event ACKED) once."""
+    dut = RetransmitTracker(qps=2, evs=4, planes=2, window=64, spines=4)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    flights, acked = [], []
+
+    async def bench(ctx):
+        for name, value in (("mode", RelMode.SELECTIVE), ("rto_min", 1 << 15),
+                            ("rto_max", 1 << 15), ("reorder", 3), ("cwnd_init", 1 << 20),
+                            ("cwnd_min", 1 << 10), ("cwnd_max", 1 << 22), ("target_rtt", 100)):
+            ctx.set(getattr(dut, name), value)
+        for port in (dut.ev_update, dut.retransmit, dut.cpl):
+            ctx.set(port.ready, 1)
+        now = 0
+
+        async def tick():
+            nonlocal now
+            if ctx.get(dut.path_event.valid) and \
+                    ctx.get(dut.path_event.payload.kind) == PathEvent.ACKED:
+                acked.append(ctx.get(dut.path_event.payload.index))
+            await ctx.tick()
+            now += 1
+            ctx.set(dut.now, now)
+
+        ctx.set(dut.init.payload, {"qp": 0, "psn": PSN})
+        ctx.set(dut.init.valid, 1)
+        while not ctx.get(dut.init.ready):
+            await tick()
+        await tick()
+        ctx.set(dut.init.valid, 0)
+        ctx.set(dut.gate_length, 64)
+        for k in range(8):          # each on entry k % 4, EV 0x1000 + k, last of its message
+            ctx.set(dut.gate_take, 1)
+            ctx.set(dut.sent.payload, {
+                "pkt": {"wr_id": k, "qp": 0, "psn": PSN + k, "length": 64, "last": 0,
+                        "tries": 0}, "index": k % 4, "ev": 0x1000 + k})
+            ctx.set(dut.sent.valid, 1)
+            await tick()
+        ctx.set(dut.gate_take, 0)
+        ctx.set(dut.sent.valid, 0)
+        flights.append(ctx.get(dut.view_inflight))
+
+        for arrived in ((2, 3), (2, 3, 5)):
+            last = arrived[-1]
+            ctx.set(dut.feedback.payload, _sack(PSN, 2, [PSN + k for k in arrived], PSN + last,
+                                                0x1000 + last))
+            ctx.set(dut.feedback.valid, 1)
+            while True:
+                taken = ctx.get(dut.feedback.ready)
+                await tick()
+                if taken:
+                    break
+            ctx.set(dut.feedback.valid, 0)
+            for _ in range(200):
+                await tick()
+            flights.append(ctx.get(dut.view_inflight))
+
+    sim.add_testbench(bench)
+    sim.run_until(1e-8 * 1000)
+    assert flights == [8 * 64, 6 * 64, 5 * 64], f"bytes in flight: {flights}"
+    assert sorted(acked) == [1, 2, 3], f"entries of the packets reported arrived: {acked}"
