@@ -493,6 +493,15 @@ class RetransmitTracker(wiring.Component):
         f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
         f_pen = Signal(7)
+        # The receiver's share's reciprocals, floor(2^16 / n), in a ROM (block RAM) read as
+        # the feedback is taken, for the SACK it belongs to (a 128-way selector of constants
+        # took 165 LUT4 sites at the board's size).
+        m.submodules.reciprocals = recips = Memory(
+            shape=RECIPROCAL_ONE.bit_length(), depth=128,
+            init=[RECIPROCAL_ONE // n if n else 0 for n in range(128)], attrs={"ram_style": "block"})
+        recip_rd = recips.read_port()
+        m.d.comb += [recip_rd.addr.eq(seth.rcv_cwnd_pen),
+                     recip_rd.en.eq(self.feedback.valid & self.feedback.ready)]
 
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
@@ -680,9 +689,7 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += grown.eq(c_cwnd)
                     # The receiver's share (receiver_share): a product, not a divider.
                     share = Signal(CWND_BITS)
-                    m.d.comb += share.eq((self.rcv_wnd * Array(
-                        Const(RECIPROCAL_ONE // n if n else 0, RECIPROCAL_ONE.bit_length())
-                        for n in range(128))[f_pen]) >> RECIPROCAL_SHIFT)
+                    m.d.comb += share.eq((self.rcv_wnd * recip_rd.data) >> RECIPROCAL_SHIFT)
                     top = Signal(CWND_BITS)
                     with m.If((self.rcv_wnd != 0) & (f_pen >= 2) & (share < self.cwnd_max)):
                         m.d.comb += top.eq(share)
