@@ -265,6 +265,8 @@ def _synth(results, names=None):
                                  yosys_steps=False)
         results.update(bitstream.bench_figures(report))
         print(bitstream.summary(report))
+        device = bitstream.targets.board(board).platform.device
+        results[f"nic_budget_lut4_sites_{board}"] = bitstream.targets.nic_budget(device)
 
 
 def main(argv=None) -> int:

@@ -14,6 +14,7 @@ import pytest
 from mrcnic.boards import bitstream, targets
 from mrcnic.boards.board_clocks import TX_HZ, pll_plan
 from mrcnic.boards.board_top import BoardTop, rgmii_pins
+from mrcnic.boards.synth import DEVICES
 
 
 def _prepare(board_name, config="bringup", **kw):
@@ -104,6 +105,19 @@ def test_the_nic_configuration_is_the_boards_nic():
             assert top.nic._nic is not None
             del top
             gc.collect()
+
+
+def test_a_boards_default_is_the_nic_only_when_its_measured_size_fits_the_budget():
+    """The NIC's budget on a board is the margin less the board's own logic; the default
+    configuration follows the measured figures."""
+    for board in targets.BOARDS.values():
+        device = board.platform.device
+        budget = targets.nic_budget(device)
+        total = DEVICES[device]["LUT4"]
+        assert budget + targets.BOARD_LUT4_SITES == int(total * targets.LUT_MARGIN_PCT / 100)
+        fits = targets.NIC_BOARD_LUT4_SITES <= budget
+        assert board.default_config == ("nic" if fits else "bringup"), (board.name, budget)
+        assert fits or f"may take {budget:,}" in board.why
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -1,8 +1,8 @@
 """The retransmit tracker alone, in Amaranth's simulator: what its streams offer does not
 change while it waits to be taken (stream rules), even when the record it comes from is
 rewritten meanwhile; and a SACK takes out of the flight only the packets no earlier SACK
-took, however often its bitmap repeats them. (The tracker's behaviour is specified in test_reliability_hdl.py, on the
-whole NIC against the sender's reference model.)"""
+took, however often its bitmap repeats them. (The tracker's behaviour is specified in
+test_reliability_hdl.py, on the whole NIC against the sender's reference model.)"""
 
 from amaranth.sim import Simulator
 
