@@ -12,7 +12,7 @@ from mrcnic.enums import EvState, RelMode
 from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
 
-from .bits import decode, first_from, first_set
+from .bits import decode, first_set
 from .ev_fields import ev_path
 from .headers import header_view
 from .reorder_tracker import PSN_BITS, SACK_BITS
@@ -306,12 +306,18 @@ class RetransmitTracker(wiring.Component):
         rack_ts = [Signal(TIME_BITS, name=f"rack_ts_q{q}") for q in range(Q)]
         rack_on = Signal(Q)
         # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
+        # (EV and entry in a distributed RAM, a row a QP's kept probe; an answer looks at them
+        # one a cycle: in flip-flops, with a comparator each, they took 470 LUT4 sites more at
+        # the board's size)
         K = PROBES_KEPT
-        probe_ev = [[Signal(32, name=f"probe_ev_q{q}_{k}") for k in range(K)] for q in range(Q)]
-        probe_index = [[Signal(range(E), name=f"probe_index_q{q}_{k}") for k in range(K)]
-                       for q in range(Q)]
+        m.submodules.probes = pmem = Memory(
+            shape=data.StructLayout({"ev": 32, "index": range(E)}), depth=(1 << qb) * K,
+            init=[])
+        p_wr, p_rd = pmem.write_port(), pmem.read_port(domain="comb")
         probe_live = [Signal(K, name=f"probe_live_q{q}") for q in range(Q)]
         probe_next = [Signal(range(K), name=f"probe_next_q{q}") for q in range(Q)]
+        live_set, live_clr = Signal(K), Signal(K)      # for QPs probed.qp and cq
+        p_k = Signal(range(K))                         # the kept probe an answer looks at
         # The send time of each packet NACKed as trimmed, by its slot: its SACK hole is a full
         # queue's, not its path's. Kept per packet, not per QP: under a load that never lets
         # up, a QP-wide exemption lasted as long as the load, and a dead link (which trims
@@ -338,14 +344,14 @@ class RetransmitTracker(wiring.Component):
         def path_bit(ev):
             return decode(ev_path(lay, ev), NP)
         pb = self.probed.payload
+        pb_next = Array(probe_next)[pb.qp]
+        m.d.comb += [p_wr.addr.eq(Cat(pb_next, pb.qp)), p_wr.data.ev.eq(pb.ev),
+                     p_wr.data.index.eq(pb.index), p_wr.en.eq(self.probed.valid)]
         with m.If(self.probed.valid):
             count("probes_sent")
+            m.d.comb += live_set.eq(decode(pb_next, K))
             for q in range(Q):
                 with m.If(pb.qp == q):
-                    for k in range(K):
-                        with m.If(probe_next[q] == k):
-                            m.d.sync += [probe_ev[q][k].eq(pb.ev), probe_index[q][k].eq(pb.index),
-                                         probe_live[q][k].eq(1)]
                     m.d.sync += probe_next[q].eq(Mux(probe_next[q] == K - 1, 0, probe_next[q] + 1))
         cwnd = [Signal(CWND_BITS, name=f"cwnd_q{q}") for q in range(Q)]
         flight = [Signal(32, name=f"flight_q{q}") for q in range(Q)]     # payload bytes
@@ -399,6 +405,10 @@ class RetransmitTracker(wiring.Component):
 
         # ---- the FSM's QP and its state ------------------------------------------------------
         cq = Signal(range(Q))
+        for q in range(Q):
+            m.d.sync += probe_live[q].eq(
+                (probe_live[q] & ~Mux(cq == q, live_clr, 0))
+                | Mux(self.probed.valid & (pb.qp == q), live_set, 0))
         c_una, c_nxt, c_high = Array(una)[cq], Array(nxt)[cq], Array(high)[cq]
         c_out, c_pend = Array(outb)[cq], Array(pend)[cq]
         inflight = Signal(PSN_BITS)
@@ -609,16 +619,12 @@ class RetransmitTracker(wiring.Component):
 
             # ---- a probe's answer: its EV is GOOD again ----------------------------------------
             with m.State("PROBE_ANSWER"):
-                # The first of the QP's kept probes on the answer's EV.
-                hits = Signal(K)
-                m.d.comb += hits.eq(Cat(
-                    Array(probe_live)[cq][k] & (Array(p_ev[k] for p_ev in probe_ev)[cq] == f_ent)
-                    for k in range(K)))
-                hit = first_from(m, hits, 0, "probe_hit")
-                with m.If(hits.any() & (f_m != wire.SackMark.ALWAYS_SKIP)):
+                # The first of the QP's kept probes on the answer's EV, one a cycle.
+                m.d.comb += p_rd.addr.eq(Cat(p_k, cq))
+                hit = Array(probe_live)[cq].bit_select(p_k, 1) & (p_rd.data.ev == f_ent)
+                with m.If(hit & (f_m != wire.SackMark.ALWAYS_SKIP)):
                     m.d.comb += [self.ev_update.valid.eq(1),
-                                 self.ev_update.payload.index.eq(
-                                     Array(Array(p_ix) for p_ix in probe_index)[cq][hit]),
+                                 self.ev_update.payload.index.eq(p_rd.data.index),
                                  self.ev_update.payload.state.eq(EvState.GOOD)]
                     with m.If(self.ev_update.ready):
                         count("probes_answered")
@@ -626,14 +632,15 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += [self.probe_answer.valid.eq(1), pa.qp.eq(cq),
                                      pa.index.eq(self.ev_update.payload.index),
                                      pa.rtt.eq((self.now - f_ts)[:TIME_BITS])]
-                        m.d.comb += sus_clr.eq(path_bit(f_ent))     # the path works
-                        for q in range(Q):
-                            with m.If(cq == q):
-                                m.d.sync += probe_live[q].eq(
-                                    probe_live[q] & ~decode(hit, K))
+                        m.d.comb += [sus_clr.eq(path_bit(f_ent)),     # the path works
+                                     live_clr.eq(decode(p_k, K))]
+                        m.d.sync += p_k.eq(0)
                         m.next = "SACK_CHECK"
-                with m.Else():
+                with m.Elif(hit | (p_k == K - 1)):
+                    m.d.sync += p_k.eq(0)
                     m.next = "SACK_CHECK"
+                with m.Else():
+                    m.d.sync += p_k.eq(p_k + 1)
 
             with m.State("SACK_CHECK"):
                 dc = Signal(PSN_BITS)

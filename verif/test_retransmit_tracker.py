@@ -157,3 +157,71 @@ def test_a_sack_takes_each_packet_out_of_the_flight_once():
     sim.run_until(1e-8 * 1000)
     assert flights == [8 * 64, 6 * 64, 5 * 64], f"bytes in flight: {flights}"
     assert sorted(acked) == [1, 2, 3], f"entries of the packets reported arrived: {acked}"
+
+
+def test_a_probe_is_answered_once_by_the_first_answer_on_its_ev():
+    """Three probes leave on entries 0, 1 and 2 (EVs 0x2000 .. 0x2002). An answer on the last
+    one's EV sets entry 2 GOOD; the same answer again finds that probe answered and does
+    nothing; an answer on the first one's EV, two probes later, still finds it. Then four more
+    probes leave, the QP's last four of which are kept: the first one's EV is no longer known."""
+    dut = RetransmitTracker(qps=2, evs=4, planes=2, window=64, spines=4)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    answers = []
+
+    async def bench(ctx):
+        for name, value in (("mode", RelMode.SELECTIVE), ("rto_min", 1 << 15),
+                            ("rto_max", 1 << 15), ("reorder", 3), ("cwnd_init", 1 << 20),
+                            ("cwnd_min", 1 << 10), ("cwnd_max", 1 << 22)):
+            ctx.set(getattr(dut, name), value)
+        for port in (dut.ev_update, dut.retransmit, dut.cpl):
+            ctx.set(port.ready, 1)
+
+        async def tick(n=1):
+            for _ in range(n):
+                if ctx.get(dut.probe_answer.valid):
+                    answers.append(ctx.get(dut.probe_answer.payload.index))
+                await ctx.tick()
+
+        ctx.set(dut.init.payload, {"qp": 0, "psn": PSN})
+        ctx.set(dut.init.valid, 1)
+        await tick()
+        ctx.set(dut.init.valid, 0)
+
+        async def probe(index, ev):
+            ctx.set(dut.probed.payload, {"qp": 0, "index": index, "ev": ev})
+            ctx.set(dut.probed.valid, 1)
+            await tick()
+            ctx.set(dut.probed.valid, 0)
+
+        async def answer(ev):
+            seth = wire.SETH.pack(cack_psn=PSN, pr=1, entropy=ev)
+            ctx.set(dut.feedback.payload, {"kind": 2, "opcode": wire.Opcode.SACK, "qp": 0,
+                                           "ext": int.from_bytes(seth, "little")})
+            ctx.set(dut.feedback.valid, 1)
+            while True:
+                taken = ctx.get(dut.feedback.ready)
+                await tick()
+                if taken:
+                    break
+            ctx.set(dut.feedback.valid, 0)
+            await tick(30)
+            return list(answers)
+
+        for k in range(3):
+            await probe(k, 0x2000 + k)
+        assert await answer(0x2002) == [2]
+        assert await answer(0x2002) == [2], "a probe was answered twice"
+        assert await answer(0x2000) == [2, 0]
+        await probe(3, 0x2003)
+        await probe(3, 0x2003)      # (slot 0: the first probe's is overwritten)
+        assert await answer(0x2001) == [2, 0, 1]
+        answers.clear()
+        for _ in range(4):
+            await probe(3, 0x2003)
+        assert await answer(0x2000) == [], "an answer matched a probe no longer kept"
+        assert await answer(0x2003) == [3]
+
+    sim.add_testbench(bench)
+    sim.run_until(1e-8 * 2000)
+    assert answers == [3], f"entries answered at the end: {answers}"
