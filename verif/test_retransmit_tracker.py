@@ -83,6 +83,28 @@ def test_an_offered_retransmission_holds_while_its_record_is_rewritten():
     assert seen, "the bench did not finish"
 
 
+async def _give(ctx, dut, record, tick):
+    """Offers ``record`` on ``feedback`` until the tracker takes it."""
+    ctx.set(dut.feedback.payload, record)
+    ctx.set(dut.feedback.valid, 1)
+    while True:
+        taken = ctx.get(dut.feedback.ready)
+        await tick()
+        if taken:
+            break
+    ctx.set(dut.feedback.valid, 0)
+
+
+def _set_up(ctx, dut):
+    """Selective mode, a window that never shuts, timers that do not fire: every stream taken."""
+    for name, value in (("mode", RelMode.SELECTIVE), ("rto_min", 1 << 15), ("rto_max", 1 << 15),
+                        ("reorder", 3), ("cwnd_init", 1 << 20), ("cwnd_min", 1 << 10),
+                        ("cwnd_max", 1 << 22), ("target_rtt", 100)):
+        ctx.set(getattr(dut, name), value)
+    for port in (dut.ev_update, dut.retransmit, dut.cpl):
+        ctx.set(port.ready, 1)
+
+
 def _sack(cack, offset, psns, trigger, ev):
     """A SACK record for QP 0: cumulative PSN ``cack``, bitmap from ``cack + offset`` with
     ``psns`` arrived, triggered by PSN ``trigger`` on EV ``ev``."""
@@ -103,12 +125,7 @@ def test_a_sack_takes_each_packet_out_of_the_flight_once():
     flights, acked = [], []
 
     async def bench(ctx):
-        for name, value in (("mode", RelMode.SELECTIVE), ("rto_min", 1 << 15),
-                            ("rto_max", 1 << 15), ("reorder", 3), ("cwnd_init", 1 << 20),
-                            ("cwnd_min", 1 << 10), ("cwnd_max", 1 << 22), ("target_rtt", 100)):
-            ctx.set(getattr(dut, name), value)
-        for port in (dut.ev_update, dut.retransmit, dut.cpl):
-            ctx.set(port.ready, 1)
+        _set_up(ctx, dut)
         now = 0
 
         async def tick():
@@ -140,15 +157,8 @@ def test_a_sack_takes_each_packet_out_of_the_flight_once():
 
         for arrived in ((2, 3), (2, 3, 5)):
             last = arrived[-1]
-            ctx.set(dut.feedback.payload, _sack(PSN, 2, [PSN + k for k in arrived], PSN + last,
-                                                0x1000 + last))
-            ctx.set(dut.feedback.valid, 1)
-            while True:
-                taken = ctx.get(dut.feedback.ready)
-                await tick()
-                if taken:
-                    break
-            ctx.set(dut.feedback.valid, 0)
+            await _give(ctx, dut, _sack(PSN, 2, [PSN + k for k in arrived], PSN + last,
+                                        0x1000 + last), tick)
             for _ in range(200):
                 await tick()
             flights.append(ctx.get(dut.view_inflight))
@@ -170,12 +180,7 @@ def test_a_probe_is_answered_once_by_the_first_answer_on_its_ev():
     answers = []
 
     async def bench(ctx):
-        for name, value in (("mode", RelMode.SELECTIVE), ("rto_min", 1 << 15),
-                            ("rto_max", 1 << 15), ("reorder", 3), ("cwnd_init", 1 << 20),
-                            ("cwnd_min", 1 << 10), ("cwnd_max", 1 << 22)):
-            ctx.set(getattr(dut, name), value)
-        for port in (dut.ev_update, dut.retransmit, dut.cpl):
-            ctx.set(port.ready, 1)
+        _set_up(ctx, dut)
 
         async def tick(n=1):
             for _ in range(n):
@@ -196,15 +201,8 @@ def test_a_probe_is_answered_once_by_the_first_answer_on_its_ev():
 
         async def answer(ev):
             seth = wire.SETH.pack(cack_psn=PSN, pr=1, entropy=ev)
-            ctx.set(dut.feedback.payload, {"kind": 2, "opcode": wire.Opcode.SACK, "qp": 0,
-                                           "ext": int.from_bytes(seth, "little")})
-            ctx.set(dut.feedback.valid, 1)
-            while True:
-                taken = ctx.get(dut.feedback.ready)
-                await tick()
-                if taken:
-                    break
-            ctx.set(dut.feedback.valid, 0)
+            await _give(ctx, dut, {"kind": 2, "opcode": wire.Opcode.SACK, "qp": 0,
+                                   "ext": int.from_bytes(seth, "little")}, tick)
             await tick(30)
             return list(answers)
 
