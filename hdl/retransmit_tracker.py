@@ -293,18 +293,9 @@ class RetransmitTracker(wiring.Component):
 
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
-        high = [Signal(PSN_BITS, name=f"high_q{q}") for q in range(Q)]   # one past the top SACKed
         outb = [Signal(W, name=f"out_q{q}") for q in range(Q)]           # sent, not yet SACKed
         pend = [Signal(W, name=f"pend_q{q}") for q in range(Q)]          # a hole already resent
         tstart = [Signal(TIME_BITS, name=f"tstart_q{q}") for q in range(Q)]
-        srtt = [Signal(TIME_BITS, name=f"srtt_q{q}") for q in range(Q)]
-        rttvar = [Signal(TIME_BITS, name=f"rttvar_q{q}") for q in range(Q)]
-        have_rtt = Signal(Q)
-        # RACK: the send time of the latest-sent packet known to have arrived (a SACK's echo).
-        # (One for all planes: kept per plane, a QP with few packets in flight seldom has one
-        # arrive after a loss on the same plane, and the demo's seeds 7 and 19 failed again.)
-        rack_ts = [Signal(TIME_BITS, name=f"rack_ts_q{q}") for q in range(Q)]
-        rack_on = Signal(Q)
         # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
         # (EV and entry in a distributed RAM, a row a QP's kept probe; an answer looks at them
         # one a cycle: in flip-flops, with a comparator each, they took 470 LUT4 sites more at
@@ -338,8 +329,35 @@ class RetransmitTracker(wiring.Component):
         # Paths whose latest arrival carried ECN: their queues are long, and a packet held in
         # one is overtaken, by count or by time, as a lost one is; a hole there is not
         # blamed on the path (retiring queued paths spiralled: a clean bench run retired six).
-        marked = [Signal(NP, name=f"marked_q{q}") for q in range(Q)]
         mark_set, mark_clr = Signal(NP), Signal(NP)
+
+        # What only the FSM changes of a QP, and only for its QP ``cq``: a row of a distributed
+        # RAM each, read for ``cq`` (and for the timer's QP and the host's view) and written
+        # back every cycle with this cycle's changes (``st_new``), or a QP's fresh row when it
+        # starts. (In flip-flops, each with its load logic and a selector for each reader,
+        # they took about 300 LUT4 sites more at 4 QPs.)
+        #   high: one past the highest PSN SACKed; srtt, rttvar, have_rtt: the RTT estimates;
+        #   rack_ts, rack_on: RACK, the send time of the latest-sent packet known to have
+        #   arrived (a SACK's echo; one for all planes: kept per plane, a QP with few packets
+        #   in flight seldom has one arrive after a loss on the same plane, and the demo's
+        #   seeds 7 and 19 failed again); marked: paths whose latest arrival carried ECN (their
+        #   queues are long, and a packet held in one is overtaken, by count or by time, as a
+        #   lost one is; a hole there is not blamed on the path: retiring queued paths
+        #   spiralled, a clean bench run retired six); the hold's PSN and the hole it began
+        #   with (below); the last multiplicative decrease (below); the last RTT sample.
+        qp_row = data.StructLayout({
+            "high": PSN_BITS, "srtt": TIME_BITS, "rttvar": TIME_BITS, "have_rtt": 1,
+            "rack_ts": TIME_BITS, "rack_on": 1, "marked": NP, "hold_psn": PSN_BITS,
+            "sus_index": range(E), "sus_path": range(NP), "sus_live": 1, "cut_psn": PSN_BITS,
+            "cutting": 1, "last_rtt": TIME_BITS})
+        m.submodules.qp_state = st_mem = Memory(shape=qp_row, depth=1 << qb, init=[])
+        st_wr = st_mem.write_port()
+        st_rd = st_mem.read_port(domain="comb")          # QP cq's
+        st_timer = st_mem.read_port(domain="comb")       # the timer's QP's
+        st_view = st_mem.read_port(domain="comb")        # the host's
+        row = st_rd.data
+        st_new = Signal(qp_row)
+        m.d.comb += [st_new.eq(row), st_wr.en.eq(1), st_wr.data.eq(st_new)]
 
         def path_bit(ev):
             return decode(ev_path(lay, ev), NP)
@@ -355,20 +373,21 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += probe_next[q].eq(Mux(probe_next[q] == K - 1, 0, probe_next[q] + 1))
         cwnd = [Signal(CWND_BITS, name=f"cwnd_q{q}") for q in range(Q)]
         flight = [Signal(32, name=f"flight_q{q}") for q in range(Q)]     # payload bytes
-        last_rtt = [Signal(TIME_BITS, name=f"rtt_q{q}") for q in range(Q)]
         m.d.comb += [self.view_cwnd.eq(Array(cwnd)[self.view_qp]),
                      self.view_inflight.eq(Array(flight)[self.view_qp]),
-                     self.view_rtt.eq(Array(last_rtt)[self.view_qp]),
-                     self.view_srtt.eq(Array(srtt)[self.view_qp])]
+                     st_view.addr.eq(self.view_qp),
+                     self.view_rtt.eq(st_view.data.last_rtt),
+                     self.view_srtt.eq(st_view.data.srtt)]
 
         off = self.mode == RelMode.OFF
         gbn = self.mode == RelMode.GO_BACK_N
 
-        def rto_of(qsel):
+        def rto_of(r):
+            """The RTO of the QP whose row is ``r``."""
             est = Signal(TIME_BITS + 3)
             rto = Signal(TIME_BITS)
-            m.d.comb += est.eq(Array(srtt)[qsel] + (Array(rttvar)[qsel] << 2))
-            with m.If(~have_rtt.bit_select(qsel, 1) | (est > self.rto_max)):
+            m.d.comb += est.eq(r.srtt + (r.rttvar << 2))
+            with m.If(~r.have_rtt | (est > self.rto_max)):
                 m.d.comb += rto.eq(self.rto_max)
             with m.Elif(est < self.rto_min):
                 m.d.comb += rto.eq(self.rto_min)
@@ -409,7 +428,8 @@ class RetransmitTracker(wiring.Component):
             m.d.sync += probe_live[q].eq(
                 (probe_live[q] & ~Mux(cq == q, live_clr, 0))
                 | Mux(self.probed.valid & (pb.qp == q), live_set, 0))
-        c_una, c_nxt, c_high = Array(una)[cq], Array(nxt)[cq], Array(high)[cq]
+        m.d.comb += [st_rd.addr.eq(cq), st_wr.addr.eq(cq)]
+        c_una, c_nxt, c_high = Array(una)[cq], Array(nxt)[cq], row.high
         c_out, c_pend = Array(outb)[cq], Array(pend)[cq]
         inflight = Signal(PSN_BITS)
         high_d = Signal(PSN_BITS)        # PSNs from una to one past the highest SACKed
@@ -437,8 +457,8 @@ class RetransmitTracker(wiring.Component):
 
         for q in range(Q):
             with m.If(cq == q):
-                m.d.sync += [suspect[q].eq((suspect[q] | sus_set) & ~sus_clr),
-                             marked[q].eq((marked[q] | mark_set) & ~mark_clr)]
+                m.d.sync += suspect[q].eq((suspect[q] | sus_set) & ~sus_clr)
+        m.d.comb += st_new.marked.eq((row.marked | mark_set) & ~mark_clr)
 
         # The hold: from a QP's first SACK hole on a path, its suspect paths carry nothing new
         # until every packet it had sent by then has been acknowledged or found lost (the
@@ -447,34 +467,32 @@ class RetransmitTracker(wiring.Component):
         # hole's entry and path are kept: if nothing arrived on that path while held, the hold
         # ends with the path ASSUMED_BAD (HOLD_END), for a QP sending too little to lose a
         # second packet there would otherwise use it again, dead or not, with no evidence.
+        # (row: hold_psn, the QP's nxt as the hold began; sus_index, sus_path, the hole's entry
+        # and path; sus_live, that path not retired since, by a second hole)
         holding = Signal(Q)
-        hold_psn = [Signal(PSN_BITS, name=f"hold_psn_q{q}") for q in range(Q)]
         hold_set = Signal()                  # the FSM's QP ``cq`` starts (or renews) its hold
         hold_end = Signal()                  # the FSM's QP ``cq`` ends it
-        sus_index = [Signal(range(E), name=f"sus_index_q{q}") for q in range(Q)]
-        sus_path = [Signal(range(NP), name=f"sus_path_q{q}") for q in range(Q)]
-        sus_live = Signal(Q)                 # that path not retired since (by a second hole)
         new_index, new_path = Signal(range(E)), Signal(range(NP))
         retired = Signal()                   # the FSM's QP ``cq`` retires path ``new_path``
         for q in range(Q):
             m.d.comb += self.hold[q].eq(Mux(holding[q], suspect[q], 0))
             with m.If(hold_set & (cq == q)):
-                m.d.sync += [holding[q].eq(1), hold_psn[q].eq(nxt[q]), sus_live[q].eq(1),
-                             sus_index[q].eq(new_index), sus_path[q].eq(new_path)]
+                m.d.sync += holding[q].eq(1)
             with m.Elif(hold_end & (cq == q)):
                 m.d.sync += holding[q].eq(0)
-            with m.If(retired & (cq == q) & (new_path == sus_path[q])):
-                m.d.sync += sus_live[q].eq(0)
+        with m.If(hold_set):
+            m.d.comb += [st_new.hold_psn.eq(c_nxt), st_new.sus_live.eq(1),
+                         st_new.sus_index.eq(new_index), st_new.sus_path.eq(new_path)]
+        with m.If(retired & (new_path == row.sus_path)):
+            m.d.comb += st_new.sus_live.eq(0)
         c_past = Signal(PSN_BITS)
-        m.d.comb += c_past.eq(c_high - Array(hold_psn)[cq])
+        m.d.comb += c_past.eq(c_high - row.hold_psn)
         lapsed = holding.bit_select(cq, 1) & (c_past >= self.reorder) & ~c_past[-1]
 
-        # NSCC's multiplicative decrease, at most once a round trip: after one, marks on
-        # packets sent before it (below ``cut_psn``) answer the window it replaced. Without
-        # this, a run of marks after a path dies takes the window down by its 2^-cc_md per
-        # SACK, to a fraction of a BDP in a few microseconds.
-        cutting = Signal(Q)
-        cut_psn = [Signal(PSN_BITS, name=f"cut_psn_q{q}") for q in range(Q)]
+        # NSCC's multiplicative decrease, at most once a round trip: after one (row:
+        # ``cutting``), marks on packets sent before it (below ``cut_psn``) answer the window it
+        # replaced. Without this, a run of marks after a path dies takes the window down by its
+        # 2^-cc_md per SACK, to a fraction of a BDP in a few microseconds.
 
         # Bit changes the FSM makes this cycle, to QP f_q.
         f_q = Signal(range(Q))
@@ -516,7 +534,8 @@ class RetransmitTracker(wiring.Component):
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
         tq = Signal(range(Q))                 # the QP whose timer is looked at next
-        t_rto = rto_of(tq)
+        m.d.comb += st_timer.addr.eq(tq)
+        t_rto = rto_of(st_timer.data)
         c_rto = Signal(TIME_BITS)             # QP cq's RTO, kept from when its timer fired
         p_out = c_out.bit_select(p[:wb], 1)
         p_pend = c_pend.bit_select(p[:wb], 1)
@@ -566,16 +585,15 @@ class RetransmitTracker(wiring.Component):
                     m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_out_clr.eq(~0),
                                  f_pend_clr.eq(~0), self.peer.valid.eq(1),
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
+                    # (the QP's row afresh: no RTT, RACK, marks, hold or cut)
+                    m.d.comb += [st_wr.addr.eq(iq), st_wr.data.eq(0),
+                                 st_wr.data.high.eq(self.init.payload.psn)]
                     for q in range(Q):
                         with m.If(iq == q):
                             m.d.sync += [una[q].eq(self.init.payload.psn),
                                          nxt[q].eq(self.init.payload.psn),
-                                         high[q].eq(self.init.payload.psn),
-                                         have_rtt[q].eq(0), cwnd[q].eq(self.cwnd_init),
-                                         rack_on[q].eq(0),
-                                         suspect[q].eq(0), holding[q].eq(0),
-                                         marked[q].eq(0),
-                                         cutting[q].eq(0), flight[q].eq(0), last_rtt[q].eq(0)]
+                                         cwnd[q].eq(self.cwnd_init),
+                                         suspect[q].eq(0), holding[q].eq(0), flight[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += self.feedback.ready.eq(1)
                     m.d.sync += [
@@ -672,15 +690,15 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += f_rtt.eq(sample)
                     m.d.comb += [sample.eq(self.now - f_ts),
                                  err.eq(sgn(sample, TIME_BITS + 1)
-                                        - sgn(Array(srtt)[cq], TIME_BITS + 1)),
+                                        - sgn(row.srtt, TIME_BITS + 1)),
                                  mag.eq(Mux(err < 0, -err, err))]
                     # NSCC: ECN (m = SKIP_ONCE) and the RTT against the target.
                     ecn = f_m == wire.SackMark.SKIP_ONCE
                     below = sample < self.target_rtt
                     # The packet that triggered this SACK left at or after the last cut.
                     after_cut = ((c_nxt - f_trig)[:PSN_BITS]
-                                 <= (c_nxt - Array(cut_psn)[cq])[:PSN_BITS])
-                    may_cut = ~cutting.bit_select(cq, 1) | after_cut
+                                 <= (c_nxt - row.cut_psn)[:PSN_BITS])
+                    may_cut = ~row.cutting | after_cut
                     cut = Signal()      # this SACK takes the multiplicative decrease
                     m.d.comb += cut.eq(ecn & ~below & may_cut)
                     c_cwnd = Array(cwnd)[cq]
@@ -711,45 +729,44 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += new_cwnd.eq(grown)
                     # The QP's new RTT estimates and RACK time, computed once for QP cq (not
                     # once per QP, each QP's registers taking only their own).
-                    c_rttvar = Array(rttvar)[cq]
+                    c_rttvar = row.rttvar
                     new_srtt, new_rttvar = Signal(TIME_BITS), Signal(TIME_BITS)
                     newer = Signal(TIME_BITS)
                     rack_moves = Signal()
                     # (a probe's answer is left out: its timestamp is the probe's)
                     m.d.comb += [
-                        new_srtt.eq(Array(srtt)[cq] + (err >> 3)),
+                        new_srtt.eq(row.srtt + (err >> 3)),
                         new_rttvar.eq(c_rttvar + ((sgn(mag, TIME_BITS + 2)
                                                    - sgn(c_rttvar, TIME_BITS + 2)) >> 2)),
-                        newer.eq(f_ts - Array(rack_ts)[cq]),
-                        rack_moves.eq(~f_pr & (~rack_on.bit_select(cq, 1) | ~newer[-1])),
+                        newer.eq(f_ts - row.rack_ts),
+                        rack_moves.eq(~f_pr & (~row.rack_on | ~newer[-1])),
                     ]
-                    first_rtt = ~have_rtt.bit_select(cq, 1)
                     for q in range(Q):
                         with m.If(cq == q):
-                            m.d.sync += [cwnd[q].eq(new_cwnd), last_rtt[q].eq(sample)]
-                            with m.If(cut):
-                                m.d.sync += [cutting[q].eq(1), cut_psn[q].eq(c_nxt)]
-                            with m.Elif(after_cut):
-                                m.d.sync += cutting[q].eq(0)
-                            with m.If(rack_moves):
-                                m.d.sync += [rack_ts[q].eq(f_ts), rack_on[q].eq(1)]
-                            with m.If(first_rtt):
-                                m.d.sync += [srtt[q].eq(sample), rttvar[q].eq(sample >> 1),
-                                             have_rtt[q].eq(1)]
-                            with m.Else():
-                                m.d.sync += [srtt[q].eq(new_srtt), rttvar[q].eq(new_rttvar)]
+                            m.d.sync += cwnd[q].eq(new_cwnd)
+                    m.d.comb += st_new.last_rtt.eq(sample)
+                    with m.If(cut):
+                        m.d.comb += [st_new.cutting.eq(1), st_new.cut_psn.eq(c_nxt)]
+                    with m.Elif(after_cut):
+                        m.d.comb += st_new.cutting.eq(0)
+                    with m.If(rack_moves):
+                        m.d.comb += [st_new.rack_ts.eq(f_ts), st_new.rack_on.eq(1)]
+                    with m.If(~row.have_rtt):
+                        m.d.comb += [st_new.srtt.eq(sample), st_new.rttvar.eq(sample >> 1),
+                                     st_new.have_rtt.eq(1)]
+                    with m.Else():
+                        m.d.comb += [st_new.srtt.eq(new_srtt), st_new.rttvar.eq(new_rttvar)]
                     # What the bitmap covers is no longer outstanding, nor in flight: PIPE
                     # takes each of its PSNs still outstanding out of both, so a hole at una
                     # does not stall the QP while it is recovered. (It visits the bitmap's
                     # PSNs one by one: the bitmap set against the QP's outstanding bits at
-                    # once took two 64-bit rotations, 1,600 LUT4s at the board's size.)
+                    # once took two 64-bit rotations, about 1,000 LUT4 sites at the board's
+                    # size.)
                     m.d.sync += pipe_base.eq(base)
                     top = Signal(PSN_BITS)
                     m.d.comb += top.eq(Mux(f_bits.any(), base + top_bit + 1, f_cack))
                     with m.If((top - c_una)[:PSN_BITS] > hd):
-                        for q in range(Q):
-                            with m.If(cq == q):
-                                m.d.sync += high[q].eq(top)
+                        m.d.comb += st_new.high.eq(top)
                     m.d.sync += cause.eq(_Cause.SACK)
                     m.d.comb += rd.addr.eq(slot(cq, f_trig))
                     m.next = "SACK_EV"
@@ -787,12 +804,10 @@ class RetransmitTracker(wiring.Component):
 
             # ---- a hold whose packets have all been accounted for ends ---------------------
             with m.State("HOLD_CHECK"):
-                c_sus_path = Array(sus_path)[cq]
-                unproven = (Array(suspect)[cq].bit_select(c_sus_path, 1)
-                            & sus_live.bit_select(cq, 1))
+                unproven = Array(suspect)[cq].bit_select(row.sus_path, 1) & row.sus_live
                 with m.If(lapsed & unproven):
                     m.d.comb += [self.ev_update.valid.eq(1),
-                                 self.ev_update.payload.index.eq(Array(sus_index)[cq]),
+                                 self.ev_update.payload.index.eq(row.sus_index),
                                  self.ev_update.payload.state.eq(EvState.ASSUMED_BAD),
                                  self.ev_update.payload.path.eq(1)]
                     with m.If(self.ev_update.ready):
@@ -861,7 +876,7 @@ class RetransmitTracker(wiring.Component):
             # (a packet ``reorder`` below the highest arrived is a hole by count; any other
             # outstanding one may be one by the time rule: SCAN_EV reads its time)
             counted = (pd + self.reorder) < hd
-            timed_on = (self.reo_wnd != 0) & rack_on.bit_select(cq, 1)
+            timed_on = (self.reo_wnd != 0) & row.rack_on
             with m.State("SCAN"):
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS],
@@ -892,11 +907,11 @@ class RetransmitTracker(wiring.Component):
                 # mark excuses one hole, and only an arrival with ECN renews it: a link that
                 # dies under load has its last arrival marked, and nothing arrives after)
                 trimmed = t_rd.data == rec.time
-                on_marked = (Array(marked)[cq] & lost_on).any()
+                on_marked = (row.marked & lost_on).any()
                 queued = trimmed | on_marked
                 again = (Array(suspect)[cq] & lost_on).any() & ~queued
                 early = Signal(TIME_BITS)      # how long before the latest arrived it left
-                r_rack = Array(rack_ts)[cq]
+                r_rack = row.rack_ts
                 # (only a recent arrival counts: the 16-bit times wrap, and a plane silent for
                 # long would make every packet sent since look early)
                 fresh = Signal(TIME_BITS)
