@@ -335,16 +335,13 @@ class RetransmitTracker(wiring.Component):
         # RAM each, read for ``cq`` (and for the timer's QP and the host's view) and written
         # back every cycle with this cycle's changes (``st_new``), or a QP's fresh row when it
         # starts. (In flip-flops, each with its load logic and a selector for each reader,
-        # they took about 300 LUT4 sites more at 4 QPs.)
+        # they cost what the RAM's copies do at 4 QPs, and more with every QP.)
         #   high: one past the highest PSN SACKed; srtt, rttvar, have_rtt: the RTT estimates;
         #   rack_ts, rack_on: RACK, the send time of the latest-sent packet known to have
         #   arrived (a SACK's echo; one for all planes: kept per plane, a QP with few packets
         #   in flight seldom has one arrive after a loss on the same plane, and the demo's
-        #   seeds 7 and 19 failed again); marked: paths whose latest arrival carried ECN (their
-        #   queues are long, and a packet held in one is overtaken, by count or by time, as a
-        #   lost one is; a hole there is not blamed on the path: retiring queued paths
-        #   spiralled, a clean bench run retired six); the hold's PSN and the hole it began
-        #   with (below); the last multiplicative decrease (below); the last RTT sample.
+        #   seeds 7 and 19 failed again); marked: the paths above; the hold's PSN and the hole
+        #   it began with (below); the last multiplicative decrease (below); the last RTT.
         qp_row = data.StructLayout({
             "high": PSN_BITS, "srtt": TIME_BITS, "rttvar": TIME_BITS, "have_rtt": 1,
             "rack_ts": TIME_BITS, "rack_on": 1, "marked": NP, "hold_psn": PSN_BITS,
