@@ -724,8 +724,7 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += new_cwnd.eq(self.cwnd_min)
                     with m.Else():
                         m.d.comb += new_cwnd.eq(grown)
-                    # The QP's new RTT estimates and RACK time, computed once for QP cq (not
-                    # once per QP, each QP's registers taking only their own).
+                    # The QP's new RTT estimates and RACK time, into its row.
                     c_rttvar = row.rttvar
                     new_srtt, new_rttvar = Signal(TIME_BITS), Signal(TIME_BITS)
                     newer = Signal(TIME_BITS)

@@ -175,8 +175,9 @@ class Segmenter(wiring.Component):
 
         slot = s_rd.data
         picking = Signal()
-        m.d.comb += [s_rd.addr.eq(Mux(picking, nxt, cur)), g_rd.addr.eq(Mux(picking, nxt, cur)),
-                     ctx.emit_addr.eq(Mux(picking, nxt, cur))]
+        serving = Signal(range(Q))          # the QP whose slot, progress and context are read
+        m.d.comb += [serving.eq(Mux(picking, nxt, cur)), s_rd.addr.eq(serving),
+                     g_rd.addr.eq(serving), ctx.emit_addr.eq(serving)]
         c_remaining, c_offset = g_rd.data.remaining, g_rd.data.offset
         c_psn, c_first = g_rd.data.psn, first.bit_select(cur, 1)
         mtu = Signal(13)
