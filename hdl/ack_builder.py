@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
 
+from .bits import word_mux
 from .header_builder import frame_layout, frame_route_layout
 from .headers import header_bytes
 from .rx_event import AckKind, ack_layout
@@ -115,7 +116,7 @@ class AckBuilder(wiring.Component):
         f = self.frame.payload
         m.d.comb += [f.ev.eq(r.ev), f.route.eq(r.route), f.tc.eq(tc),
                      f.length.eq(total + wire.ICRC_BYTES),
-                     self.o.payload.data.eq(frame.word_select(beat, 8 * L))]
+                     self.o.payload.data.eq(word_mux(m, frame, beat, 8 * L, "out"))]
         # The first beat leaves together with the frame record; the request is held until the
         # last beat is taken.
         first = beat == 0

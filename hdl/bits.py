@@ -2,7 +2,7 @@
 
 from amaranth import Cat, Mux, Signal
 
-__all__ = ["decode", "first_set", "first_from"]
+__all__ = ["decode", "first_set", "first_from", "word_mux"]
 
 
 def first_set(m, bits, name="first"):
@@ -47,3 +47,15 @@ def decode(index, width):
     variable amount is as wide as its largest shift and each of its output bits depends on
     every input bit: Amaranth's netlist and Verilator's C++ both pay for that, width squared."""
     return Cat(*[index == i for i in range(width)])
+
+
+def word_mux(m, value, index, width, name="word"):
+    """Word ``index`` (``width`` bits) of ``value``, as a multiplexer over the words there are;
+    0 past the last. ``value.word_select(index, width)`` by a signal becomes a shifter across
+    the whole of ``value``: at a frame's worth of header bytes, several times larger."""
+    out = Signal(width, name=name)
+    with m.Switch(index):
+        for k in range(-(-len(value) // width)):
+            with m.Case(k):
+                m.d.comb += out.eq(value[k * width:(k + 1) * width])
+    return out

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
 
+from .bits import word_mux
 from .headers import header_bytes
 from .host_memory import MemReadPort
 from .qp_context import SrMode, peer_layout
@@ -205,7 +206,7 @@ class HeaderBuilder(wiring.Component):
                         first = beat == 0
                         m.d.comb += [self.o.valid.eq(~first | self.frame.ready),
                                      self.frame.valid.eq(first & self.o.ready),
-                                     self.o.payload.data.eq(padded.word_select(beat, 8 * L)),
+                                     self.o.payload.data.eq(word_mux(m, padded, beat, 8 * L, "out")),
                                      self.o.payload.keep.eq((1 << L) - 1)]
                         with m.If(self.o.ready & (~first | self.frame.ready)):
                             with m.If(beat == hdr_beats - 1):

@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic import mgmt, regmap
 from mrcnic.wire import ETHERNET, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPPROTO_UDP, IPV4, IPV6, UDP
 
+from .bits import word_mux
 from .crc32 import crc32_byte
 from .csr_bus import CSRBus, Refusal
 from .headers import header_bytes, header_view
@@ -411,7 +412,7 @@ class MgmtServer(wiring.Component):
         m.d.comb += j.eq(n - hlen)
         byte = Signal(8)
         hbyte = Signal(8)              # the headers' byte n
-        m.d.comb += hbyte.eq(Mux(r6, v6.word_select(n, 8), v4.word_select(n, 8)))
+        m.d.comb += hbyte.eq(Mux(r6, word_mux(m, v6, n, 8, "v6_byte"), word_mux(m, v4, n, 8, "v4_byte")))
         with m.If(n < hlen):
             m.d.comb += byte.eq(hbyte)
         with m.Else():

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from mrcnic.wire import ETHERNET, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPV6
 
+from .bits import word_mux
 from .stream import PacketStream, check_width, keep_count, keep_mask
 
 __all__ = ["NeighbourResponder", "ARP_REPLY_BYTES", "NA_REPLY_BYTES"]
@@ -203,7 +204,7 @@ class NeighbourResponder(wiring.Component):
         o = self.o
         left = Signal(range(cap + 1))
         m.d.comb += left.eq(rep_len - out * L)
-        m.d.comb += [o.valid.eq(sending), o.payload.data.eq(rep.word_select(out, 8 * L)),
+        m.d.comb += [o.valid.eq(sending), o.payload.data.eq(word_mux(m, rep, out, 8 * L, "out")),
                      o.payload.last.eq(left <= L),
                      o.payload.keep.eq(keep_mask(m, Mux(left <= L, left, L), L))]
         with m.If(o.valid & o.ready):

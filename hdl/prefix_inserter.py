@@ -1,9 +1,10 @@
 """Prefix inserter: puts a per-frame run of bytes in front of every frame."""
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .bits import word_mux
 from .stream import PacketStream, check_width, keep_count, keep_mask
 
 __all__ = ["PrefixInserter", "prefix_layout"]
@@ -52,17 +53,23 @@ class PrefixInserter(wiring.Component):
 
         d = self.i.payload
         n = keep_count(m, d.keep)
-        carry = Signal(8 * L)
-        joined = Signal(8 * L)                 # carry's s bytes, then the body's first L - s
-        rest = Signal(8 * L)                   # the body bytes that move to the next beat
+        beat = Signal(range(beats))
+        # Beat ``beat`` of the prefix. The beat the body starts in reads its prefix bytes from
+        # here too (``first``): one multiplexer over the prefix, the block's largest part.
+        here = word_mux(m, pre, beat, 8 * L, "here")
+        first = Signal()                       # the body's first beat is next
+        carry = Signal(8 * L)                  # the body bytes that move to the next beat
+        lead = Signal(8 * L)                   # what the body's s bytes come after
+        m.d.comb += lead.eq(Mux(first, here, carry))
+        joined = Signal(8 * L)                 # lead's s bytes, then the body's first L - s
+        rest = Signal(8 * L)
         with m.Switch(s):
             for k in shifts:
                 with m.Case(k):
-                    m.d.comb += [joined.eq(Cat(carry[:8 * k], d.data[:8 * (L - k)])),
+                    m.d.comb += [joined.eq(Cat(lead[:8 * k], d.data[:8 * (L - k)])),
                                  rest.eq(d.data[8 * (L - k):])]
         total = Signal(range(2 * L + 1))
         m.d.comb += total.eq(s + n)
-        beat = Signal(range(beats + 1))
         flush = Signal(range(L + 1))
 
         def take_prefix():
@@ -71,9 +78,8 @@ class PrefixInserter(wiring.Component):
             pl = self.prefix.payload
             m.d.comb += self.prefix.ready.eq(1)
             with m.If(self.prefix.valid):
-                m.d.sync += [pre.eq(pl.data), length.eq(pl.length), beat.eq(0)]
+                m.d.sync += [pre.eq(pl.data), length.eq(pl.length), beat.eq(0), first.eq(1)]
                 with m.If(pl.length < L):          # no whole prefix beat
-                    m.d.sync += carry.eq(pl.data[:8 * L])
                     m.next = "BODY"
                 with m.Else():
                     m.next = "PREFIX"
@@ -84,18 +90,13 @@ class PrefixInserter(wiring.Component):
             with m.State("IDLE"):
                 take_prefix()
             with m.State("PREFIX"):
-                with m.If(beat == whole):
-                    m.d.sync += carry.eq(pre.word_select(beat, 8 * L))
-                    m.next = "BODY"
-                with m.Else():
-                    m.d.comb += [self.o.valid.eq(1),
-                                 self.o.payload.data.eq(pre.word_select(beat, 8 * L)),
-                                 self.o.payload.keep.eq((1 << L) - 1)]
-                    with m.If(self.o.ready):
-                        m.d.sync += beat.eq(beat + 1)
-                        with m.If(beat + 1 == whole):
-                            m.d.sync += carry.eq(pre.word_select(beat + 1, 8 * L))
-                            m.next = "BODY"
+                # (entered with at least one whole beat of prefix, left after the last)
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(here),
+                             self.o.payload.keep.eq((1 << L) - 1)]
+                with m.If(self.o.ready):
+                    m.d.sync += beat.eq(beat + 1)
+                    with m.If(beat + 1 == whole):
+                        m.next = "BODY"
             with m.State("BODY"):
                 m.d.comb += [self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready),
                              self.o.payload.data.eq(joined)]
@@ -105,7 +106,7 @@ class PrefixInserter(wiring.Component):
                 with m.Else():
                     m.d.comb += self.o.payload.keep.eq((1 << L) - 1)
                 with m.If(self.i.valid & self.o.ready):
-                    m.d.sync += carry.eq(rest)
+                    m.d.sync += [carry.eq(rest), first.eq(0)]
                     with m.If(d.last):
                         with m.If(total <= L):
                             take_prefix()
