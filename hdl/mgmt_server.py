@@ -304,37 +304,35 @@ class MgmtServer(wiring.Component):
         m.d.sync += lane.eq(at % L)
         byte_in = fr.data.word_select(lane, 8)
 
-        # ---- Clients: address, port, last sequence number, CRC, the reply's status and data sum,
-        # and when each was last served (the one served longest ago makes way).
-        ckey = [Signal(1 + 128 + 16, name=f"client{c}_key") for c in range(NC)]
-        cvalid = Signal(NC)
-        cseq = [Signal(32, name=f"client{c}_seq") for c in range(NC)]
-        ccrc = [Signal(32, name=f"client{c}_crc") for c in range(NC)]
-        cstatus = [Signal(3, name=f"client{c}_status") for c in range(NC)]
-        csum = [Signal(32, name=f"client{c}_sum") for c in range(NC)]
-        cused = [Signal(32, name=f"client{c}_used") for c in range(NC)]
+        # ---- Clients: for each, a block of words in block RAM: its address, port and IP
+        # version (the key), its last request's sequence number and CRC, when it was last served
+        # (the one served longest ago makes way), the reply's status and its data's sum. Their
+        # words are compared with the request's one a cycle (SCAN), where a comparator per
+        # client in flip-flops was the server's largest part.
+        K_WORDS, W_SEQ, W_CRC, W_USED, W_STATUS, W_SUM = 5, 5, 6, 7, 8, 9
+        C_WORDS = 10
+        m.submodules.clients = clients = Memory(shape=32, depth=NC * 16, init=[])
+        cw, cr = clients.write_port(), clients.read_port()
+        cvalid = Signal(NC)            # the slot holds a client (the RAM has no reset)
         clock = Signal(32)             # requests carried out
-        key = Cat(r_ip, r_port, r6)
-        # The lookup's comparisons go into flip-flops a cycle before LOOKUP reads them: the
-        # clients, the request and its CRC all hold still from the CRC's last byte until then,
-        # and in one cycle with the decision that was the slower boards' critical path.
-        hit = Signal(NC)               # the client's slot
-        same = Signal(NC)              # ... holding this very request
-        m.d.sync += [hit.eq(Cat(*[cvalid[c] & (ckey[c] == key) for c in range(NC)])),
-                     same.eq(Cat(*[(cseq[c] == req.seq) & (ccrc[c] == r_crc)
-                                   for c in range(NC)]))]
-        slot = Signal(range(NC))
-        # The victim: a free slot, else the least recently used.
-        victim = Signal(range(NC))
-        # A free slot counts as used at 0, before any request was carried out.
-        best, best_used = Const(0, range(NC)), Mux(cvalid[0], cused[0], 0)
-        for c in range(1, NC):
-            used = Mux(cvalid[c], cused[c], 0)
-            best, best_used = Mux(used < best_used, c, best), Mux(used < best_used, used, best_used)
-        m.d.sync += victim.eq(best)
-        for c in range(NC):
-            with m.If(hit[c]):
-                m.d.comb += slot.eq(c)
+        key_words = [r_ip[32 * j:32 * (j + 1)] for j in range(4)] + [Cat(r_port, r6)]
+        record_word = Signal(range(C_WORDS))
+        client_word = Signal(32)       # word record_word of this request's client block
+        scan, scan_w = Signal(range(NC)), Signal(range(16))   # the word read this cycle...
+        got_c, got_w = Signal(range(NC)), Signal(range(16))   # ...and the one read last cycle
+        got_valid = Signal()
+        m.d.comb += cr.addr.eq(Cat(scan_w, scan))
+        m.d.sync += [got_c.eq(scan), got_w.eq(scan_w)]
+        differs = Signal()             # a key word of client got_c differs from the request's
+        key_hit = Signal()
+        found = Signal()               # the client has a slot...
+        slot = Signal(range(NC))       # ...this one
+        same = Signal()                # ...holding this very request
+        found_status = Signal(3)       # ...answered with this status
+        found_sum = Signal(32)         # ...and data of this sum
+        victim = Signal(range(NC))     # a free slot, else the least recently used
+        victim_used = Signal(32)
+        record_at = Signal(range(16))  # the word RECORD writes
 
         # Reply data, a block of words per client.
         m.submodules.replies = replies = Memory(shape=32, depth=NC * _MAX_WORDS, init=[])
@@ -350,6 +348,11 @@ class MgmtServer(wiring.Component):
         out_status = Signal(3)
         out_data = Signal()            # the reply carries data words
         dsum = Signal(32)              # their 16-bit words' sum
+        with m.Switch(record_word):
+            for w, value in enumerate([*key_words, req.seq, r_crc, clock + 1, out_status,
+                                       dsum]):
+                with m.Case(w):
+                    m.d.comb += client_word.eq(value)
         waddr = Signal(32)
         m.d.comb += waddr.eq(req.addr + Cat(C(0, 2), k))
         in_range = waddr[self._addr_width:] == 0
@@ -469,10 +472,11 @@ class MgmtServer(wiring.Component):
                 with m.If(fn == r_len):
                     m.next = "FINGERPRINTED"
             with m.State("FINGERPRINTED"):
+                m.d.sync += [scan.eq(0), scan_w.eq(0), got_valid.eq(0), found.eq(0)]
                 with m.If(req.opcode == Op.WRITE):
                     m.next = "CHECK_VALUE"
                 with m.Else():
-                    m.next = "LOOKUP"
+                    m.next = "SCAN"
             with m.State("CHECK_VALUE"):
                 # A WRITE's value must fit its width: only its last word can have bits above.
                 m.d.comb += fetching.eq(1)
@@ -482,25 +486,51 @@ class MgmtServer(wiring.Component):
                         m.d.comb += self.refused.eq(1)
                         m.next = "PREP"
                     with m.Else():
+                        m.next = "SCAN"
+            with m.State("SCAN"):
+                # Words 0 .. C_WORDS - 1 of each client in turn; each is judged the cycle after
+                # it is read, against the request's word of that place.
+                with m.If(scan_w == C_WORDS - 1):
+                    m.d.sync += [scan_w.eq(0), scan.eq(scan + 1)]
+                with m.Else():
+                    m.d.sync += scan_w.eq(scan_w + 1)
+                m.d.sync += got_valid.eq(1)
+                m.d.comb += record_word.eq(got_w)
+                word = cr.data
+                with m.If(got_valid):
+                    with m.If(got_w == 0):
+                        m.d.sync += differs.eq(word != client_word)
+                    with m.Elif(got_w < K_WORDS):
+                        m.d.sync += differs.eq(differs | (word != client_word))
+                    with m.If(got_w == K_WORDS - 1):
+                        hit = cvalid.bit_select(got_c, 1) & ~differs & (word == client_word)
+                        m.d.sync += key_hit.eq(hit)
+                        with m.If(hit):
+                            m.d.sync += [found.eq(1), slot.eq(got_c), same.eq(1)]
+                    with m.If(key_hit & ((got_w == W_SEQ) | (got_w == W_CRC))
+                              & (word != client_word)):
+                        m.d.sync += same.eq(0)
+                    with m.If(key_hit & (got_w == W_STATUS)):
+                        m.d.sync += found_status.eq(word)
+                    with m.If(key_hit & (got_w == W_SUM)):
+                        m.d.sync += found_sum.eq(word)
+                    with m.If(got_w == W_USED):
+                        used = Mux(cvalid.bit_select(got_c, 1), word, 0)   # a free slot: at 0
+                        with m.If((got_c == 0) | (used < victim_used)):
+                            m.d.sync += [victim.eq(got_c), victim_used.eq(used)]
+                    with m.If((got_c == NC - 1) & (got_w == C_WORDS - 1)):
                         m.next = "LOOKUP"
             with m.State("LOOKUP"):
-                replay = Signal()
-                kept = Signal(3)
-                for c in range(NC):
-                    with m.If(hit[c] & same[c]):
-                        m.d.comb += [replay.eq(1), kept.eq(cstatus[c])]
-                        m.d.sync += dsum.eq(csum[c])
-                m.d.sync += [cur.eq(Mux(hit.any(), slot, victim)), k.eq(0), fk.eq(0), fb.eq(0)]
-                with m.If(replay):
+                m.d.sync += [cur.eq(Mux(found, slot, victim)), k.eq(0), fk.eq(0), fb.eq(0)]
+                with m.If(found & same):
                     # answered again: the client is the most recent one now
-                    m.d.sync += [*done(kept, reading & (kept == St.OK)), clock.eq(clock + 1)]
-                    m.d.comb += self.replayed.eq(1)
-                    for c in range(NC):
-                        with m.If(hit[c]):
-                            m.d.sync += cused[c].eq(clock + 1)
+                    m.d.sync += [*done(found_status, reading & (found_status == St.OK)),
+                                 clock.eq(clock + 1), dsum.eq(found_sum)]
+                    m.d.comb += [cw.addr.eq(Cat(C(W_USED, 4), slot)), cw.data.eq(clock + 1),
+                                 cw.en.eq(1), self.replayed.eq(1)]
                     m.next = "PREP"
                 with m.Else():
-                    m.d.sync += [dsum.eq(0), out_status.eq(St.OK)]
+                    m.d.sync += [dsum.eq(0), out_status.eq(St.OK), record_at.eq(0)]
                     m.next = "LOOK"
             with m.State("LOOK"):
                 # Word k's descriptor arrives next cycle; a write's data word is fetched meanwhile.
@@ -553,14 +583,15 @@ class MgmtServer(wiring.Component):
                     with m.Else():
                         m.next = "LOOK"
             with m.State("RECORD"):
-                for c in range(NC):
-                    with m.If(cur == c):
-                        m.d.sync += [ckey[c].eq(key), cvalid[c].eq(1), cseq[c].eq(req.seq),
-                                     ccrc[c].eq(r_crc), cstatus[c].eq(out_status),
-                                     csum[c].eq(dsum), cused[c].eq(clock + 1)]
-                m.d.sync += [clock.eq(clock + 1), out_data.eq(reading & (out_status == St.OK))]
-                m.d.comb += self.executed.eq(1)
-                m.next = "PREP"
+                # The client's words, one a cycle.
+                m.d.comb += [record_word.eq(record_at), cw.addr.eq(Cat(record_at, cur)),
+                             cw.data.eq(client_word), cw.en.eq(1)]
+                m.d.sync += record_at.eq(record_at + 1)
+                with m.If(record_at == C_WORDS - 1):
+                    m.d.sync += [cvalid.bit_select(cur, 1).eq(1), clock.eq(clock + 1),
+                                 out_data.eq(reading & (out_status == St.OK))]
+                    m.d.comb += self.executed.eq(1)
+                    m.next = "PREP"
             with m.State("PREP"):
                 m.d.sync += [ip_check.eq(0), udp_check.eq(0), ip_acc.eq(0), udp_acc.eq(0),
                              n.eq(0), total.eq(hlen + Mux(out_data, Cat(C(0, 2), req.count), 0))]
