@@ -1,6 +1,6 @@
 """Front drop: removes a per-frame number of leading bytes from every frame."""
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,22 +47,29 @@ class FrontDrop(wiring.Component):
         lb = (L - 1).bit_length()
         d, o = self.i.payload, self.o.payload
         n = keep_count(m, d.keep)
-        ub = (self._unit - 1).bit_length()
-
-        def bits(count):
-            """``count`` bytes (a multiple of the unit) in bits, so the shifter has only the
-            unit's positions."""
-            return Cat(Const(0, 3 + ub), count[ub:])   # (a constant shift: narrow)
 
         # This frame's shift (bytes dropped modulo the beat) and whole beats still to drop.
         req = self.drop.payload.bytes
         s = Signal(range(L))
         skip = Signal(range(self._max // L + 2))
-        carry = Signal(8 * L)        # kept bytes of the previous beat (L - s of them), lane 0 up
+        prev = Signal(8 * L)         # the previous beat, as it came
         flush = Signal(range(L + 1))
         s_now = Signal(range(L))     # the next frame's shift and whole beats, from its record
         skip_now = Signal(range(self._max // L + 2))
         m.d.comb += [s_now.eq(req[:lb]), skip_now.eq(req >> lb)]
+
+        # Every beat that leaves shifted is bytes sh .. sh + L - 1 of lo then hi (hi zero but
+        # in SHIFT): one multiplexer, with a case per shift the unit allows. A shifter each
+        # for the first beat, the carry and the rest was most of the block.
+        sh = Signal(range(L))
+        lo, hi = Signal(8 * L), Signal(8 * L)
+        shifted = Signal(8 * L)
+        m.d.comb += [sh.eq(s), lo.eq(d.data)]
+        both = Cat(lo, hi)
+        with m.Switch(sh):
+            for k in range(0, L, self._unit):
+                with m.Case(k):
+                    m.d.comb += shifted.eq(both[8 * k:8 * (k + L)])
 
         def kept_beat(shift):
             """The first beat of the frame that keeps bytes: from lane ``shift`` on."""
@@ -80,14 +87,14 @@ class FrontDrop(wiring.Component):
                 m.next = "START"
             with m.Elif(d.last):
                 # The whole rest is in this beat.
-                m.d.comb += [o.data.eq(d.data >> bits(shift)), o.last.eq(1),
+                m.d.comb += [o.data.eq(shifted), o.last.eq(1),
                              o.keep.eq(keep_mask(m, n - shift, L)), self.o.valid.eq(1),
                              self.i.ready.eq(self.o.ready)]
                 with m.If(self.o.ready):
                     m.next = "START"
             with m.Else():
                 m.d.comb += self.i.ready.eq(1)
-                m.d.sync += carry.eq(d.data >> bits(shift))
+                m.d.sync += prev.eq(d.data)
                 m.next = "SHIFT"
 
         def start_frame():
@@ -106,6 +113,7 @@ class FrontDrop(wiring.Component):
 
         with m.FSM():
             with m.State("START"):
+                m.d.comb += sh.eq(s_now)
                 start_frame()
             with m.State("SKIP"):
                 with m.If(self.i.valid):
@@ -122,18 +130,16 @@ class FrontDrop(wiring.Component):
                 with m.If(self.i.valid & self.o.ready & d.last):
                     m.next = "START"
             with m.State("SHIFT"):
-                # carry's L - s bytes, then the first s bytes of this beat.
+                # The previous beat's last L - s bytes, then the first s bytes of this one.
                 total = Signal(range(2 * L + 1))
-                rest = Signal(range(L + 1))         # bytes carry holds
-                m.d.comb += [rest.eq(L - s), total.eq(L - s + n),
-                             o.data.eq(carry | (d.data << bits(rest))[:8 * L]),
+                m.d.comb += [total.eq(L - s + n), lo.eq(prev), hi.eq(d.data), o.data.eq(shifted),
                              self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready)]
                 with m.If(d.last & (total <= L)):
                     m.d.comb += [o.last.eq(1), o.keep.eq(keep_mask(m, total, L))]
                 with m.Else():
                     m.d.comb += o.keep.eq((1 << L) - 1)
                 with m.If(self.i.valid & self.o.ready):
-                    m.d.sync += carry.eq(d.data >> bits(s))
+                    m.d.sync += prev.eq(d.data)
                     with m.If(d.last):
                         with m.If(total <= L):
                             m.next = "START"
@@ -141,7 +147,7 @@ class FrontDrop(wiring.Component):
                             m.d.sync += flush.eq(total - L)
                             m.next = "FLUSH"
             with m.State("FLUSH"):
-                m.d.comb += [self.o.valid.eq(1), o.data.eq(carry), o.last.eq(1),
+                m.d.comb += [lo.eq(prev), self.o.valid.eq(1), o.data.eq(shifted), o.last.eq(1),
                              o.keep.eq(keep_mask(m, flush, L))]
                 with m.If(self.o.ready):
                     m.next = "START"
