@@ -64,7 +64,8 @@ class FrontDrop(wiring.Component):
         sh = Signal(range(L))
         lo, hi = Signal(8 * L), Signal(8 * L)
         shifted = Signal(8 * L)
-        m.d.comb += [sh.eq(s), lo.eq(d.data)]
+        # (a beat that leaves unshifted is the case sh = 0: s is 0 in PASS)
+        m.d.comb += [sh.eq(s), lo.eq(d.data), o.data.eq(shifted)]
         both = Cat(lo, hi)
         with m.Switch(sh):
             for k in range(0, L, self._unit):
@@ -74,7 +75,7 @@ class FrontDrop(wiring.Component):
         def kept_beat(shift):
             """The first beat of the frame that keeps bytes: from lane ``shift`` on."""
             with m.If(shift == 0):
-                m.d.comb += [o.data.eq(d.data), o.keep.eq(d.keep), o.last.eq(d.last),
+                m.d.comb += [o.keep.eq(d.keep), o.last.eq(d.last),
                              self.o.valid.eq(1), self.i.ready.eq(self.o.ready)]
                 with m.If(self.o.ready & ~d.last):
                     m.next = "PASS"
@@ -87,7 +88,7 @@ class FrontDrop(wiring.Component):
                 m.next = "START"
             with m.Elif(d.last):
                 # The whole rest is in this beat.
-                m.d.comb += [o.data.eq(shifted), o.last.eq(1),
+                m.d.comb += [o.last.eq(1),
                              o.keep.eq(keep_mask(m, n - shift, L)), self.o.valid.eq(1),
                              self.i.ready.eq(self.o.ready)]
                 with m.If(self.o.ready):
@@ -125,14 +126,14 @@ class FrontDrop(wiring.Component):
                     with m.Else():
                         kept_beat(s)
             with m.State("PASS"):
-                m.d.comb += [o.data.eq(d.data), o.keep.eq(d.keep), o.last.eq(d.last),
+                m.d.comb += [o.keep.eq(d.keep), o.last.eq(d.last),
                              self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready)]
                 with m.If(self.i.valid & self.o.ready & d.last):
                     m.next = "START"
             with m.State("SHIFT"):
                 # The previous beat's last L - s bytes, then the first s bytes of this one.
                 total = Signal(range(2 * L + 1))
-                m.d.comb += [total.eq(L - s + n), lo.eq(prev), hi.eq(d.data), o.data.eq(shifted),
+                m.d.comb += [total.eq(L - s + n), lo.eq(prev), hi.eq(d.data),
                              self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready)]
                 with m.If(d.last & (total <= L)):
                     m.d.comb += [o.last.eq(1), o.keep.eq(keep_mask(m, total, L))]
@@ -147,7 +148,7 @@ class FrontDrop(wiring.Component):
                             m.d.sync += flush.eq(total - L)
                             m.next = "FLUSH"
             with m.State("FLUSH"):
-                m.d.comb += [lo.eq(prev), self.o.valid.eq(1), o.data.eq(shifted), o.last.eq(1),
+                m.d.comb += [lo.eq(prev), self.o.valid.eq(1), o.last.eq(1),
                              o.keep.eq(keep_mask(m, flush, L))]
                 with m.If(self.o.ready):
                     m.next = "START"
