@@ -61,12 +61,14 @@ class PrefixInserter(wiring.Component):
         carry = Signal(8 * L)                  # the body bytes that move to the next beat
         lead = Signal(8 * L)                   # what the body's s bytes come after
         m.d.comb += lead.eq(Mux(first, here, carry))
+        body = Signal(8 * L)                   # the body's beat (none after its last)
         joined = Signal(8 * L)                 # lead's s bytes, then the body's first L - s
         rest = Signal(8 * L)
+        m.d.comb += body.eq(d.data)
         with m.Switch(s):
             for k in shifts:
                 with m.Case(k):
-                    m.d.comb += [joined.eq(Cat(lead[:8 * k], d.data[:8 * (L - k)])),
+                    m.d.comb += [joined.eq(Cat(lead[:8 * k], body[:8 * (L - k)])),
                                  rest.eq(d.data[8 * (L - k):])]
         total = Signal(range(2 * L + 1))
         m.d.comb += total.eq(s + n)
@@ -114,7 +116,8 @@ class PrefixInserter(wiring.Component):
                             m.d.sync += flush.eq(total - L)
                             m.next = "FLUSH"
             with m.State("FLUSH"):
-                m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(carry),
+                # (carry's bytes are the s that lead joined takes; the rest of carry is zero)
+                m.d.comb += [self.o.valid.eq(1), body.eq(0), self.o.payload.data.eq(joined),
                              self.o.payload.keep.eq(keep_mask(m, flush, L)),
                              self.o.payload.last.eq(1)]
                 with m.If(self.o.ready):
