@@ -7,14 +7,14 @@ width conversion); the frame's fate is decided in the core clock (:class:`MacRx`
 
 import enum
 
-from amaranth import Module, Mux, Signal
+from amaranth import C, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.wire import ETH_FCS_BYTES, ETH_FCS_RESIDUE, ETH_PREAMBLE, ETH_SFD
 
 from .crc32 import crc32_byte
-from .stream import check_width, keep_mask
+from .stream import check_width
 
 __all__ = ["RxError", "rx_beat_layout", "RgmiiRx"]
 
@@ -80,7 +80,9 @@ class RgmiiRx(wiring.Component):
         delay = Signal(8 * ETH_FCS_BYTES)                # the last four bytes: the FCS at the end
         held = Signal(range(ETH_FCS_BYTES + 1))          # how many of them are the frame's
         word = Signal(self._width)
-        count = Signal(range(lanes + 1))                 # bytes in ``word``
+        # The bytes in ``word``, as its keep: a run of ones from lane 0. (As a count, its
+        # compares and the keep made from it were the slower board's receive clock's path.)
+        filled = Signal(lanes)
         phy_err = Signal()
         lost = Signal()                                  # a beat of this frame was lost
         end_owed = Signal()                              # a lost last beat still to be sent
@@ -115,7 +117,7 @@ class RgmiiRx(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(dv):
-                    m.d.sync += [crc.eq(0xFFFF_FFFF), held.eq(0), count.eq(0), phy_err.eq(er),
+                    m.d.sync += [crc.eq(0xFFFF_FFFF), held.eq(0), filled.eq(0), phy_err.eq(er),
                                  lost.eq(0), word.eq(0)]
                     with m.If(end_owed):
                         m.next = "SKIP"          # nowhere to put its last beat: lost whole
@@ -151,13 +153,17 @@ class RgmiiRx(wiring.Component):
                     with m.Else():
                         # The byte leaving the delay line is the frame's, not the FCS's.
                         out = delay[:8]
-                        with m.If(count == lanes):
+                        with m.If(filled[-1]):
                             m.d.comb += [put.eq(1), put_word.eq(word), put_keep.eq(-1)]
                             with m.If(busy):
                                 m.d.sync += lost.eq(1)
-                            m.d.sync += [word.eq(out), count.eq(1)]
+                            m.d.sync += [word.eq(out), filled.eq(1)]
                         with m.Else():
-                            m.d.sync += [word.word_select(count, 8).eq(out), count.eq(count + 1)]
+                            m.d.sync += filled.eq(Cat(C(1, 1), filled[:-1]))
+                            for lane in range(lanes):    # the first lane not yet filled
+                                here = ~filled[lane] & (filled[lane - 1] if lane else 1)
+                                with m.If(here):
+                                    m.d.sync += word.word_select(lane, 8).eq(out)
                 with m.Else():
                     error = Signal(RxError)
                     with m.If(phy_err):
@@ -166,10 +172,9 @@ class RgmiiRx(wiring.Component):
                         m.d.comb += error.eq(RxError.OVERFLOW)
                     with m.Elif(crc != ETH_FCS_RESIDUE):
                         m.d.comb += error.eq(RxError.FCS)
-                    keep = keep_mask(m, count, lanes)
-                    with m.If(count == 0):               # no byte beyond an FCS's worth
+                    with m.If(~filled[0]):               # no byte beyond an FCS's worth
                         end_frame(Mux(error == RxError.NONE, RxError.FCS, error), 1, 0)
                     with m.Else():
-                        end_frame(error, keep, word)
+                        end_frame(error, filled, word)
                     m.next = "IDLE"
         return m
