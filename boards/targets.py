@@ -77,12 +77,12 @@ class Board:
 
 #: LUT4 sites the NIC at BOARD_NIC packs to, as last measured (python -m mrcnic.boards.synth
 #: --pack nic_board; docs/boards.md): what keeps it off both boards for now
-NIC_BOARD_LUT4_SITES = 45_390
+NIC_BOARD_LUT4_SITES = 44_049
 
 #: LUT4 sites the board around the NIC takes (its MACs, management port, on-chip memory, pattern
-#: writer and checker: the ``bringup`` configuration, placed by ``make bitstream``; 13,893 on the
-#: Versa, 13,850 on the Colorlight). The NIC has what the margin leaves beside it.
-BOARD_LUT4_SITES = 13_893
+#: writer and checker: the ``bringup`` configuration, placed by ``make bitstream``; 12,954 on the
+#: Versa, 12,910 on the Colorlight). The NIC has what the margin leaves beside it.
+BOARD_LUT4_SITES = 12_954
 
 
 def nic_budget(device: str) -> int:

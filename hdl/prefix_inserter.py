@@ -53,7 +53,7 @@ class PrefixInserter(wiring.Component):
 
         d = self.i.payload
         n = keep_count(m, d.keep)
-        beat = Signal(range(beats))
+        beat = Signal(range(beats + 1))          # (never 0 bits wide)
         # Beat ``beat`` of the prefix. The beat the body starts in reads its prefix bytes from
         # here too (``first``): one multiplexer over the prefix, the block's largest part.
         here = word_mux(m, pre, beat, 8 * L, "here")
