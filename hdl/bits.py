@@ -53,6 +53,12 @@ def word_mux(m, value, index, width, name="word"):
     """Word ``index`` (``width`` bits) of ``value``, as a multiplexer over the words there are;
     0 past the last. ``value.word_select(index, width)`` by a signal becomes a shifter across
     the whole of ``value``: at a frame's worth of header bytes, several times larger."""
+    if not isinstance(value, Signal):
+        # (each case slices a signal, not a copy of the whole expression: over a reply's
+        # headers, built from fields, converting the design took a minute otherwise)
+        whole = Signal(len(value), name=f"{name}_all")
+        m.d.comb += whole.eq(value)
+        value = whole
     out = Signal(width, name=name)
     with m.Switch(index):
         for k in range(-(-len(value) // width)):
