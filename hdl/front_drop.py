@@ -21,7 +21,8 @@ class FrontDrop(wiring.Component):
     ----------
     width : data width in bits.
     max_bytes : the most bytes a frame loses.
-    unit : ``bytes`` is always a multiple of this (a power of two), which bounds the shifter.
+    unit : ``bytes`` is always a multiple of this (a power of two): the shifts, and so the
+        cases of the realigning multiplexer, are the multiples of it within a beat.
 
     Attributes
     ----------

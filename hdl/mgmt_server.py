@@ -311,15 +311,16 @@ class MgmtServer(wiring.Component):
         # client in flip-flops was the server's largest part.
         K_WORDS, W_SEQ, W_CRC, W_USED, W_STATUS, W_SUM = 5, 5, 6, 7, 8, 9
         C_WORDS = 10
-        m.submodules.clients = clients = Memory(shape=32, depth=NC * 16, init=[])
+        BLOCK_BITS = 4                 # a client's block: 1 << BLOCK_BITS words, C_WORDS used
+        m.submodules.clients = clients = Memory(shape=32, depth=NC << BLOCK_BITS, init=[])
         cw, cr = clients.write_port(), clients.read_port()
         cvalid = Signal(NC)            # the slot holds a client (the RAM has no reset)
         clock = Signal(32)             # requests carried out
         key_words = [r_ip[32 * j:32 * (j + 1)] for j in range(4)] + [Cat(r_port, r6)]
         record_word = Signal(range(C_WORDS))
         client_word = Signal(32)       # word record_word of this request's client block
-        scan, scan_w = Signal(range(NC)), Signal(range(16))   # the word read this cycle...
-        got_c, got_w = Signal(range(NC)), Signal(range(16))   # ...and the one read last cycle
+        scan, scan_w = Signal(range(NC)), Signal(BLOCK_BITS)   # the word read this cycle...
+        got_c, got_w = Signal(range(NC)), Signal(BLOCK_BITS)   # ...and the one read last cycle
         got_valid = Signal()
         m.d.comb += cr.addr.eq(Cat(scan_w, scan))
         m.d.sync += [got_c.eq(scan), got_w.eq(scan_w)]
@@ -332,7 +333,7 @@ class MgmtServer(wiring.Component):
         found_sum = Signal(32)         # ...and data of this sum
         victim = Signal(range(NC))     # a free slot, else the least recently used
         victim_used = Signal(32)
-        record_at = Signal(range(16))  # the word RECORD writes
+        record_at = Signal(BLOCK_BITS)  # the word RECORD writes
 
         # Reply data, a block of words per client.
         m.submodules.replies = replies = Memory(shape=32, depth=NC * _MAX_WORDS, init=[])
@@ -497,13 +498,14 @@ class MgmtServer(wiring.Component):
                 m.d.sync += got_valid.eq(1)
                 m.d.comb += record_word.eq(got_w)
                 word = cr.data
+                held = cvalid.bit_select(got_c, 1)   # client got_c's slot holds a client
                 with m.If(got_valid):
                     with m.If(got_w == 0):
                         m.d.sync += differs.eq(word != client_word)
                     with m.Elif(got_w < K_WORDS):
                         m.d.sync += differs.eq(differs | (word != client_word))
                     with m.If(got_w == K_WORDS - 1):
-                        hit = cvalid.bit_select(got_c, 1) & ~differs & (word == client_word)
+                        hit = held & ~differs & (word == client_word)
                         m.d.sync += key_hit.eq(hit)
                         with m.If(hit):
                             m.d.sync += [found.eq(1), slot.eq(got_c), same.eq(1)]
@@ -515,7 +517,7 @@ class MgmtServer(wiring.Component):
                     with m.If(key_hit & (got_w == W_SUM)):
                         m.d.sync += found_sum.eq(word)
                     with m.If(got_w == W_USED):
-                        used = Mux(cvalid.bit_select(got_c, 1), word, 0)   # a free slot: at 0
+                        used = Mux(held, word, 0)   # a free slot: at 0
                         with m.If((got_c == 0) | (used < victim_used)):
                             m.d.sync += [victim.eq(got_c), victim_used.eq(used)]
                     with m.If((got_c == NC - 1) & (got_w == C_WORDS - 1)):
@@ -526,7 +528,7 @@ class MgmtServer(wiring.Component):
                     # answered again: the client is the most recent one now
                     m.d.sync += [*done(found_status, reading & (found_status == St.OK)),
                                  clock.eq(clock + 1), dsum.eq(found_sum)]
-                    m.d.comb += [cw.addr.eq(Cat(C(W_USED, 4), slot)), cw.data.eq(clock + 1),
+                    m.d.comb += [cw.addr.eq(Cat(C(W_USED, BLOCK_BITS), slot)), cw.data.eq(clock + 1),
                                  cw.en.eq(1), self.replayed.eq(1)]
                     m.next = "PREP"
                 with m.Else():
