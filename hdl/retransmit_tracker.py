@@ -293,8 +293,6 @@ class RetransmitTracker(wiring.Component):
 
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
-        outb = [Signal(W, name=f"out_q{q}") for q in range(Q)]           # sent, not yet SACKed
-        pend = [Signal(W, name=f"pend_q{q}") for q in range(Q)]          # a hole already resent
         tstart = [Signal(TIME_BITS, name=f"tstart_q{q}") for q in range(Q)]
         # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
         # (EV and entry in a distributed RAM, a row a QP's kept probe; an answer looks at them
@@ -427,7 +425,6 @@ class RetransmitTracker(wiring.Component):
                 | Mux(self.probed.valid & (pb.qp == q), live_set, 0))
         m.d.comb += [st_rd.addr.eq(cq), st_wr.addr.eq(cq)]
         c_una, c_nxt, c_high = Array(una)[cq], Array(nxt)[cq], row.high
-        c_out, c_pend = Array(outb)[cq], Array(pend)[cq]
         inflight = Signal(PSN_BITS)
         high_d = Signal(PSN_BITS)        # PSNs from una to one past the highest SACKed
         m.d.comb += [inflight.eq(c_nxt - c_una), high_d.eq(c_high - c_una)]
@@ -491,18 +488,29 @@ class RetransmitTracker(wiring.Component):
         # replaced. Without this, a run of marks after a path dies takes the window down by its
         # 2^-cc_md per SACK, to a fraction of a BDP in a few microseconds.
 
-        # Bit changes the FSM makes this cycle, to QP f_q.
+        # A bit a PSN of the window, by its slot, in a row of a distributed RAM a QP: ``acked``,
+        # SACKed above una; ``pend``, a hole already resent. Only the FSM writes them, for its QP
+        # ``f_q``, the row it reads with this cycle's changes. A PSN is outstanding while it is
+        # in flight (una .. nxt) and not ``acked``: every reader looks at a PSN in flight, and a
+        # slot's bits are cleared as una passes it, so a send need not touch them. (As an
+        # ``outstanding`` bit each set by the send, for any QP beside the FSM's, they were
+        # flip-flops with their load logic: about 1,900 LUT4 sites at the board's size.)
         f_q = Signal(range(Q))
-        f_out_clr, f_pend_clr, f_pend_set = Signal(W), Signal(W), Signal(W)
+        f_ack_set, f_ack_clr, f_pend_clr, f_pend_set = Signal(W), Signal(W), Signal(W), Signal(W)
         m.d.comb += f_q.eq(cq)
-        for q in range(Q):
-            mine = f_q == q
-            set_out = Mux(s_new & (s_q == q), onehot(s_psn), 0)
-            m.d.sync += [
-                outb[q].eq((outb[q] | set_out) & ~Mux(mine, f_out_clr, 0)),
-                pend[q].eq((pend[q] & ~Mux(mine, f_pend_clr, 0) & ~set_out)
-                           | Mux(mine, f_pend_set, 0)),
-            ]
+        m.submodules.window_bits = bits_mem = Memory(
+            shape=data.StructLayout({"acked": W, "pend": W}), depth=1 << qb, init=[])
+        bits_wr, bits_rd = bits_mem.write_port(), bits_mem.read_port(domain="comb")
+        c_acked, c_pend = Signal(W), Signal(W)     # (signals: a bit select of a field converts it again)
+        m.d.comb += [bits_rd.addr.eq(f_q), c_acked.eq(bits_rd.data.acked),
+                     c_pend.eq(bits_rd.data.pend),
+                     bits_wr.addr.eq(f_q), bits_wr.en.eq(1),
+                     bits_wr.data.acked.eq((c_acked & ~f_ack_clr) | f_ack_set),
+                     bits_wr.data.pend.eq((c_pend & ~f_pend_clr) | f_pend_set)]
+
+        def outstanding(psn):
+            """Whether ``psn``, in flight for QP cq, is not yet SACKed."""
+            return ~c_acked.bit_select(psn[:wb], 1)
 
         # ---- feedback, latched ---------------------------------------------------------------
         fb = self.feedback.payload
@@ -534,7 +542,7 @@ class RetransmitTracker(wiring.Component):
         m.d.comb += st_timer.addr.eq(tq)
         t_rto = rto_of(st_timer.data)
         c_rto = Signal(TIME_BITS)             # QP cq's RTO, kept from when its timer fired
-        p_out = c_out.bit_select(p[:wb], 1)
+        p_out = outstanding(p)
         p_pend = c_pend.bit_select(p[:wb], 1)
         pd = Signal(PSN_BITS)
         m.d.comb += pd.eq(p - c_una)
@@ -579,7 +587,7 @@ class RetransmitTracker(wiring.Component):
                     iq = self.init.payload.qp
                     with m.If(res_q == iq):
                         m.d.sync += res_on.eq(0)
-                    m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_out_clr.eq(~0),
+                    m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_ack_clr.eq(~0),
                                  f_pend_clr.eq(~0), self.peer.valid.eq(1),
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
                     # (the QP's row afresh: no RTT, RACK, marks, hold or cut)
@@ -830,7 +838,7 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     m.next = "PIPE"             # SACKed by an earlier SACK
             with m.State("PIPE_USE"):
-                m.d.comb += [rd.addr.eq(slot(cq, p)), f_out_clr.eq(onehot(p)),
+                m.d.comb += [rd.addr.eq(slot(cq, p)), f_ack_set.eq(onehot(p)),
                              walk_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0)),
                              self.path_event.valid.eq(rec.pkt.psn == p),
                              self.path_event.payload.kind.eq(PathEvent.ACKED)]
@@ -858,8 +866,8 @@ class RetransmitTracker(wiring.Component):
                         count("completions")
                     count("acked")
                     # (one SACKed left the flight then, and was counted as arrived)
-                    arrived = (rec.pkt.psn == c_una) & c_out.bit_select(c_una[:wb], 1)
-                    m.d.comb += [f_out_clr.eq(onehot(c_una)), f_pend_clr.eq(onehot(c_una)),
+                    arrived = (rec.pkt.psn == c_una) & outstanding(c_una)
+                    m.d.comb += [f_ack_clr.eq(onehot(c_una)), f_pend_clr.eq(onehot(c_una)),
                                  walk_len.eq(Mux(arrived, rec.pkt.length, 0)),
                                  self.path_event.valid.eq(arrived),
                                  self.path_event.payload.kind.eq(PathEvent.ACKED)]
@@ -961,7 +969,7 @@ class RetransmitTracker(wiring.Component):
                     with m.Else():
                         count("invalid")
                     m.next = "IDLE"
-                with m.Elif(~c_out.bit_select(f_psn[:wb], 1)):
+                with m.Elif(~outstanding(f_psn)):
                     count("stale")             # SACKed since
                     m.next = "IDLE"
                 with m.Else():

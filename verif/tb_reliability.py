@@ -415,8 +415,21 @@ async def silence_retransmits_the_oldest(dut):
     await rig.expect(out, "everything acknowledged")
     await ClockCycles(dut.clk, 4000)
     assert rig.frames == [], "something went again with nothing outstanding"
+    # Idle for longer than its RTO, the QP sends again: its clock starts at that send, not at
+    # its last acknowledgement, so nothing goes again until an RTO after it.
+    p1 = (await rig.post(0, 4))[0]
+    await rig.send_new(4, "after an idle spell longer than the RTO")
+    first = rig.ev_of[(0, p1)][2]
+    await ClockCycles(dut.clk, 1500)
+    assert rig.frames == [], "the first packets after an idle spell timed out at once"
+    await ClockCycles(dut.clk, 1000)
+    out = rig.model.timeout(0)
+    await rig.expect(out, "the RTO after the idle spell")
+    assert 2950 <= rig.ev_of[(0, p1)][2] - first <= 3300, rig.ev_of[(0, p1)][2] - first
+    out = await rig.sack(0, p1 + 4, trig=p1)
+    await rig.expect(out, "everything acknowledged again")
     await rig.counters()
-    assert rig.model.counters["rtx_timeout"] == 1
+    assert rig.model.counters["rtx_timeout"] == 2
 
 
 @cocotb.test()
@@ -521,6 +534,34 @@ async def the_window_holds_new_packets(dut):
     assert not out.retransmits
     await rig.send_new(6, "the packets the SACK let go")
     out = await rig.sack(3, psns[-1] + 1, trig=psns[-1])
+    await rig.expect(out, "everything acknowledged")
+    await rig.counters()
+
+
+@cocotb.test()
+async def a_slot_used_again_starts_outstanding(dut):
+    """A packet SACKed above a hole leaves its mark in its slot only until una passes it: the
+    PSN a window later in the same slot is outstanding, and when it is lost it is a SACK hole
+    that goes again at once, not one taken for SACKed and left to a timeout."""
+    rig = await Rig.start(dut)
+    W, q = rig.p["window"], 2
+    p0 = (await rig.post(q, 16))[0]
+    await rig.send_new(16, "the first sixteen")
+    # 5..15 arrive, 0..4 do not: with reorder 4, all five are holes.
+    out = await rig.sack(q, p0, bits(range(5, 16)), trig=p0 + 15)
+    assert [(psn - p0) % PSN_MOD for _, psn, _ in out.retransmits] == [0, 1, 2, 3, 4]
+    await rig.expect(out, "the holes below what was SACKed")
+    out = await rig.sack(q, p0 + 16, trig=p0 + 4)
+    await rig.expect(out, "the first sixteen acknowledged")
+    # A window's worth more: PSNs p0 + W + 5 .. p0 + W + 15 take the slots SACKed before.
+    await rig.post(q, W)
+    await rig.send_new(W, "a window's worth in the same slots")
+    # Below p0 + W + 5 everything arrived, and p0 + W + 11 .. p0 + W + 15: 5 .. 10 are holes.
+    out = await rig.sack(q, p0 + W + 5, bits(range(6, 11)), trig=p0 + W + 15)
+    assert [(psn - p0 - W) % PSN_MOD for _, psn, _ in out.retransmits] == list(range(5, 11)), \
+        f"the holes in reused slots: {out.retransmits}"
+    await rig.expect(out, "the holes in slots SACKed a window before")
+    out = await rig.sack(q, p0 + W + 16, trig=p0 + W + 10)
     await rig.expect(out, "everything acknowledged")
     await rig.counters()
 
