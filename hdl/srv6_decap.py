@@ -9,6 +9,7 @@ from mrcnic import wire
 from .front_drop import FrontDrop
 from .prefix_inserter import PrefixInserter
 from .stream import PacketFIFO, PacketStream, check_width
+from .two_entry_fifo import TwoEntryFIFO
 
 __all__ = ["strip_layout", "Srv6Decapsulator", "max_strip"]
 
@@ -64,8 +65,10 @@ class Srv6Decapsulator(wiring.Component):
         wiring.connect(m, insert.o, wiring.flipped(self.o))
 
         # Each record feeds both: how much the front drop removes, what the inserter puts back.
+        # (The heads two deep, two registers: the inserter takes a frame's as its first beat
+        # leaves the body's slack, before the frame after the next can enter.)
         m.submodules.cuts = cuts = fifo.SyncFIFOBuffered(width=drop.drop.payload.shape().size, depth=4)
-        m.submodules.heads = heads = fifo.SyncFIFOBuffered(width=8 * ETH, depth=4)
+        m.submodules.heads = heads = TwoEntryFIFO(8 * ETH)
         both = cuts.w_rdy & heads.w_rdy
         m.d.comb += [
             self.strip.ready.eq(both),

@@ -1,7 +1,7 @@
 """SRv6 encapsulation: the outer IPv6 header (and SRH) that source-routes a packet on its EV."""
 
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -14,6 +14,7 @@ from .headers import header_bytes
 from .prefix_inserter import PrefixInserter
 from .qp_context import SrMode
 from .stream import PacketFIFO, PacketStream, check_width
+from .two_entry_fifo import TwoEntryFIFO
 
 __all__ = ["Srv6Encapsulator", "route_layout", "template_layout"]
 
@@ -99,9 +100,10 @@ class Srv6Encapsulator(wiring.Component):
         wiring.connect(m, split.o, body.i)
         wiring.connect(m, body.o, insert.i)
         # Heads queue too, so the splitter goes on with the next frame's body before the
-        # inserter has taken that frame's prefix.
-        m.submodules.heads = heads = fifo.SyncFIFOBuffered(width=8 * wire.ETHERNET.length,
-                                                          depth=4)
+        # inserter has taken that frame's prefix. (Two: a frame is longer than the body's
+        # slack, so no more are ever between them; two deep the queue is two registers, where
+        # four deep it was a distributed RAM.)
+        m.submodules.heads = heads = TwoEntryFIFO(8 * wire.ETHERNET.length)
         m.d.comb += [heads.w_data.eq(split.head.payload.data), heads.w_en.eq(split.head.valid),
                      split.head.ready.eq(heads.w_rdy)]
         wiring.connect(m, insert.o, wiring.flipped(self.o))

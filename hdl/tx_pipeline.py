@@ -1,7 +1,7 @@
 """The TX pipeline: work requests in, sprayed and source-routed MRC packets out on every plane."""
 
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.evmap import EvLayout
@@ -22,16 +22,17 @@ from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor
 from .spray_scheduler import EvState, SprayMode, SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
 from .stream import check_width, keep_count
+from .two_entry_fifo import buffered_fifo
 
 __all__ = ["TxPipeline"]
 
 
 class _Fifo:
-    """A ``SyncFIFOBuffered`` seen through a layout."""
+    """A ``SyncFIFOBuffered`` (:func:`buffered_fifo`) seen through a layout."""
 
     def __init__(self, m, name, layout, depth):
         self.layout = layout
-        self.f = fifo.SyncFIFOBuffered(width=layout.size, depth=depth)
+        self.f = buffered_fifo(layout.size, depth)
         m.submodules[name] = self.f
         self.r_data = layout(self.f.r_data)
 
@@ -260,12 +261,17 @@ class TxPipeline(wiring.Component):
         # goes first, then a retransmission, then a new packet whose window is open; a request
         # offered and not yet taken stays offered. Neither queue carries the QP's peer: the
         # builders read it from the context by QP number.
-        waiting = _Fifo(m, "waiting", data.StructLayout({"pkt": packet_descriptor_layout(Q)}), 4)
+        # The queues of descriptors and acknowledgements are two deep: the spray scheduler takes
+        # no request while its grant waits, so one waits granted and the next is written as it
+        # leaves; and the acknowledgement builder frames one while the next is granted. Two
+        # deep, a queue is two registers, one feeding the next; deeper, it is a distributed RAM
+        # as wide as what it carries (four and eight deep, these took 980 LUT4 sites at the
+        # board's size).
+        waiting = _Fifo(m, "waiting", data.StructLayout({"pkt": packet_descriptor_layout(Q)}), 2)
         # An acknowledgement waits in ``ack_queue`` from its request until it is framed; its EV,
         # once granted, waits beside it in ``ack_routes``. (One queue of both kinds, where two
-        # carried the acknowledgement each, before its grant and after: the distributed RAM a
-        # queue takes is sixteen entries deep however few it holds.)
-        ack_queue = _Fifo(m, "ack_queue", data.StructLayout({"ack": ack_layout(Q), "arg": 16}), 8)
+        # carried the acknowledgement each, before its grant and after.)
+        ack_queue = _Fifo(m, "ack_queue", data.StructLayout({"ack": ack_layout(Q), "arg": 16}), 2)
         asked = _Fifo(m, "asked", data.StructLayout({"ack": 1, "probe": 1, "qp": range(Q)}), 8)
         offered_ack = Signal()            # ...and it was an acknowledgement's
         offered_rtx = Signal()            # ...or a retransmission's
@@ -319,7 +325,7 @@ class TxPipeline(wiring.Component):
             seg.build_addr.eq(build.peer_qp), build.peer.eq(seg.build_peer),
         ]
         ack_routes = _Fifo(m, "ack_routes", data.StructLayout({
-            "ev": 32, "plane": ackb.req.payload.route.plane.shape()}), 4)
+            "ev": 32, "plane": ackb.req.payload.route.plane.shape()}), 2)
         ar = ack_routes.layout(ack_routes.f.w_data)
         m.d.comb += [ar.ev.eq(grant.ev), ar.plane.eq(grant.plane)]
         # The acknowledgement builder's request: the acknowledgement, its route, and its peer
