@@ -76,8 +76,9 @@ class _Cause(enum.Enum, shape=2):
 
 class RetransmitTracker(wiring.Component):
     """Per QP: the PSNs from the oldest unacknowledged (``una``) to the next to send (``nxt``),
-    at most ``window`` of them, a bit each saying it is still outstanding (not SACKed), and a
-    record per packet in block RAM (descriptor, EV and its profile index, send time).
+    at most ``window`` of them, a bit each saying it was SACKed (one in flight and not SACKed
+    is outstanding), and a record per packet in block RAM (descriptor, EV and its profile
+    index, send time).
 
     Feedback, one record at a time:
 
