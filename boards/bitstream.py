@@ -290,7 +290,8 @@ def build(board_name: str | targets.Board, config_name: str | None = None, core_
     say(f"{board.name}: {cfg.name} ({board.platform.device}, core {report['core_mhz']:g} MHz) "
         f"in {work}")
     plan = board.platform().build(top, name=NAME, do_build=False,
-                                  nextpnr_opts=f"--report {NEXTPNR_REPORT} --timing-allow-fail")
+                                  nextpnr_opts=f"--report {NEXTPNR_REPORT} --timing-allow-fail "
+                                               f"--router {cfg.router}")
     plan.extract(work)
     report["seconds"]["convert"] = round(time.monotonic() - t0, 1)
     say(f"[{time.monotonic() - t0:5.0f} s] converted")

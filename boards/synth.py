@@ -55,10 +55,12 @@ TIMEOUT = 900.0
 CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "DP16KD": "DP16KD", "MULT18X18D": "MULT18",
          "PFUMX": "PFUMX", "L6MUX21": "L6MUX", "TRELLIS_DPR16X4": "DPR16X4", "CCU2C": "CCU2C"}
 
-#: the devices of the boards (Colorlight 5A-75B: 25F; Versa: 45F), as nextpnr counts them
+#: the devices of the boards (Colorlight 5A-75B: 25F; Versa: 45F; ECPIX-5: 85F), as nextpnr
+#: counts them
 DEVICES = {
     "LFE5U-25F": {"LUT4": 24_288, "TRELLIS_FF": 24_288, "DP16KD": 56},
     "LFE5UM-45F": {"LUT4": 43_848, "TRELLIS_FF": 43_848, "DP16KD": 108},
+    "LFE5UM5G-85F": {"LUT4": 83_640, "TRELLIS_FF": 83_640, "DP16KD": 208},
 }
 
 WIDTH = 64

@@ -4,8 +4,9 @@ management addresses) and the named configurations of the gateware on them.
 A board's default configuration is the largest that fits it with margin (packed LUT4 sites at
 most :data:`LUT_MARGIN_PCT` of the device). The NIC shares the device with the board's own
 logic (:data:`BOARD_LUT4_SITES`), so it may take :func:`nic_budget`: at
-:data:`~mrcnic.boards.synth.BOARD_NIC` it packs to more than a whole 45F (docs/boards.md), so
-today the default is ``bringup`` on both.
+:data:`~mrcnic.boards.synth.BOARD_NIC` it packs to nearly a whole 45F (docs/boards.md), so
+today the default is ``bringup`` on the Versa and the Colorlight, and ``nic`` only on the
+ECPIX-5's 85F.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field
 
 from amaranth.build import Resource
 from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
+from amaranth_boards.ecpix5 import ECPIX585Platform
 from amaranth_boards.versa_ecp5 import VersaECP5Platform
 
-from .addresses import BOARD_ADDRESSES, BOARD_B_ADDRESSES
+from .addresses import BOARD_ADDRESSES, BOARD_B_ADDRESSES, BOARD_C_ADDRESSES
 from .synth import BOARD_NIC, DEVICES
 
 __all__ = ["BOARDS", "BOARD_LUT4_SITES", "CONFIGS", "LUT_MARGIN_PCT", "Board",
@@ -91,51 +93,69 @@ def nic_budget(device: str) -> int:
     return int(DEVICES[device]["LUT4"] * LUT_MARGIN_PCT / 100) - BOARD_LUT4_SITES
 
 
-def _nic_too_big(device: str) -> str:
+def _largest(device: str) -> tuple[str, str]:
+    """The configuration that fits ``device`` with margin, the larger first, and why."""
     total = DEVICES[device]["LUT4"]
     whole = NIC_BOARD_LUT4_SITES + BOARD_LUT4_SITES
-    return (f"nic does not fit: the NIC at BOARD_NIC packs to {NIC_BOARD_LUT4_SITES:,} LUT4 sites "
-            f"(python -m mrcnic.boards.synth --pack nic_board), and with the board's own "
-            f"{BOARD_LUT4_SITES:,} the whole takes {100 * whole / total:.0f}% of the {device}'s "
-            f"{total:,}; within the margin the NIC may take {nic_budget(device):,}")
+    sizes = (f"the NIC at BOARD_NIC packs to {NIC_BOARD_LUT4_SITES:,} LUT4 sites (python -m "
+             f"mrcnic.boards.synth --pack nic_board), and with the board's own "
+             f"{BOARD_LUT4_SITES:,} the whole takes {100 * whole / total:.0f}% of the {device}'s "
+             f"{total:,}; within the margin the NIC may take {nic_budget(device):,}")
+    if NIC_BOARD_LUT4_SITES <= nic_budget(device):
+        return "nic", f"nic fits: {sizes}"
+    return "bringup", f"nic does not fit: {sizes}"
+
+
+def _board(name: str, platform: type, **kw) -> Board:
+    default, why = _largest(platform.device)
+    return Board(name=name, platform=platform, default_config=default, why=why, **kw)
 
 
 BOARDS: dict[str, Board] = {
-    "versa_ecp5": Board(
-        name="versa_ecp5", platform=VersaECP5Platform, osc="clk100", ports=(0, 1),
+    "versa_ecp5": _board(
+        "versa_ecp5", VersaECP5Platform, osc="clk100", ports=(0, 1),
         # Its 88E1512 PHYs are taken to add no TX clock delay (as LiteX's Versa target does):
         # the FPGA centres TXC. Not yet checked on a board.
-        tx_clock_phase=90, addresses=BOARD_ADDRESSES, default_config="bringup",
-        why=_nic_too_big(VersaECP5Platform.device),
+        tx_clock_phase=90, addresses=BOARD_ADDRESSES,
         program="openFPGALoader -b ecp5_evn build/versa_ecp5/top.bit"),
-    "colorlight_5a75b": Board(
-        name="colorlight_5a75b", platform=Colorlight5A75BTwoPorts, osc="clk25", ports=(0, 1),
+    "colorlight_5a75b": _board(
+        "colorlight_5a75b", Colorlight5A75BTwoPorts, osc="clk25", ports=(0, 1),
         # Its B50612D PHYs delay TXC themselves (LiteX's Colorlight targets send it unshifted).
         # Not yet checked on a board.
-        tx_clock_phase=0, addresses=BOARD_B_ADDRESSES, default_config="bringup",
-        why=_nic_too_big(Colorlight_5A75B_R70Platform.device),
+        tx_clock_phase=0, addresses=BOARD_B_ADDRESSES,
         program="openFPGALoader -c ft232 build/colorlight_5a75b/top.bit"),
+    # One Ethernet port, so one plane: MRC sprays over the plane's paths (EVs), and port 0 is
+    # also the management port's. The 85F holds the whole NIC.
+    "ecpix5_85": _board(
+        "ecpix5_85", ECPIX585Platform, osc="clk100", ports=(0,),
+        # LiteX's ECPIX-5 target delays TX in the FPGA and leaves RX to the PHY: the FPGA
+        # centres TXC. Not yet checked on a board.
+        tx_clock_phase=90, addresses=BOARD_C_ADDRESSES,
+        program="openFPGALoader -b ecpix5 build/ecpix5_85/top.bit"),
 }
 
 
 @dataclass(frozen=True)
 class Config:
     """A configuration of the gateware: ``nic`` the :class:`~mrcnic.hdl.nic.Nic`'s parameters, or
-    None for a board without it; ``what`` says what it holds."""
+    None for a board without it; ``what`` says what it holds; ``router`` nextpnr's router."""
     name: str
     nic: dict | None = field(hash=False)
     what: str
+    router: str = "router1"
 
 
 CONFIGS: dict[str, Config] = {
     "nic": Config("nic", BOARD_NIC,
-                  "the whole board NIC: two MACs, the management port, on-chip memory, the "
-                  "pattern writer and checker, and the MRC NIC at boards/synth.py's BOARD_NIC"),
+                  "the whole board NIC: a MAC a port, the management port, on-chip memory, the "
+                  "pattern writer and checker, and the MRC NIC at boards/synth.py's BOARD_NIC",
+                  # router1 had not routed it on the 85F after 20 minutes; router2 takes five
+                  router="router2"),
     "bringup": Config("bringup", None,
-                      "the board without the MRC NIC: two MACs (port 1 counts what it receives "
-                      "and sends nothing), the management port (ARP, neighbour discovery, the "
-                      "UDP register protocol over the board's registers), on-chip memory, the "
-                      "pattern writer and checker"),
+                      "the board without the MRC NIC: a MAC a port (port 1, if there is one, "
+                      "counts what it receives and sends nothing), the management port (ARP, "
+                      "neighbour discovery, the UDP register protocol over the board's "
+                      "registers), on-chip memory, the pattern writer and checker"),
 }
 
 

@@ -28,13 +28,16 @@ __all__ = ["TxPipeline"]
 
 
 class _Fifo:
-    """A ``SyncFIFOBuffered`` (:func:`buffered_fifo`) seen through a layout."""
+    """A ``SyncFIFOBuffered`` (:func:`buffered_fifo`) seen through a layout (``w_data`` and
+    ``r_data``). A layout of no bits (the plane, with one plane) still queues its entries,
+    in a bit wide memory: Yosys's Verilog backend fails on a memory of none."""
 
     def __init__(self, m, name, layout, depth):
         self.layout = layout
-        self.f = buffered_fifo(layout.size, depth)
+        self.f = buffered_fifo(max(1, layout.size), depth)
         m.submodules[name] = self.f
-        self.r_data = layout(self.f.r_data)
+        self.w_data = layout(self.f.w_data[:layout.size])
+        self.r_data = layout(self.f.r_data[:layout.size])
 
 
 class TxPipeline(wiring.Component):
@@ -306,10 +309,10 @@ class TxPipeline(wiring.Component):
                 m.d.comb += self.status_sent.eq(1)
         with m.If(took & rtx_asks):
             m.d.sync += rtx_full.eq(0)
-        w = waiting.layout(waiting.f.w_data)
+        w = waiting.w_data
         m.d.comb += w.pkt.eq(Mux(rtx_asks, rtx.pkt, seg.pkt.payload))
-        aw = ack_queue.layout(ack_queue.f.w_data)
-        ask = asked.layout(asked.f.w_data)
+        aw = ack_queue.w_data
+        ask = asked.w_data
         m.d.comb += [aw.ack.eq(ack), aw.arg.eq(arg), ask.ack.eq(ack_asks),
                      ask.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)), ask.qp.eq(ack.qp)]
 
@@ -326,7 +329,7 @@ class TxPipeline(wiring.Component):
         ]
         ack_routes = _Fifo(m, "ack_routes", data.StructLayout({
             "ev": 32, "plane": ackb.req.payload.route.plane.shape()}), 2)
-        ar = ack_routes.layout(ack_routes.f.w_data)
+        ar = ack_routes.w_data
         m.d.comb += [ar.ev.eq(grant.ev), ar.plane.eq(grant.plane)]
         # The acknowledgement builder's request: the acknowledgement, its route, and its peer
         # read for it here.
@@ -378,8 +381,8 @@ class TxPipeline(wiring.Component):
         src_fr = Mux(ack_turn, ackb.frame.payload.as_value(), build.frame.payload.as_value())
         fr = build.frame.payload.shape()(src_fr)
         frame_rdy = routes.f.w_rdy & planes.f.w_rdy
-        rt = routes.layout(routes.f.w_data)
-        pl = planes.layout(planes.f.w_data)
+        rt = routes.w_data
+        pl = planes.w_data
         o_valid = Mux(ack_turn, ackb.o.valid, data_turn & build.o.valid)
         f_valid = Mux(ack_turn, ackb.frame.valid, data_turn & build.frame.valid)
         m.d.comb += [

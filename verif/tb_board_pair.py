@@ -4,9 +4,11 @@ management ports, running an MRC write that the receiving board's checker verifi
 Port 0 of each board is bridged to a TAP on a Linux bridge in the host's namespace (a real
 switch, carrying both the host's management traffic and plane 0's MRC frames); port 1 is a
 cable straight from one board to the other (cocotbext-eth's RGMII sink on one end, its source on
-the other). The host's driver (RegisterClient over MgmtClient, in a thread) configures both
-NICs, fills the source region with the pattern generator, posts the write, waits for its
-completion and runs the checker on the destination. Parameters: ``netns``, ``taps``.
+the other). Boards of one port (``planes`` 1, as the ECPIX-5) have no cable: their MRC frames
+cross the bridge. The host's driver (RegisterClient over MgmtClient, in a thread) configures
+both NICs, fills the source region with the pattern generator, posts the write, waits for its
+completion and runs the checker on the destination. Parameters: ``netns``, ``taps``,
+``planes`` (2 unless said).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from mrcnic.verif.tb_board import HostLink, Wires, client, phy_models, run_besid
 from mrcnic.verif.tbkit import params
 from mrcnic.wire import ETH_FCS_BYTES, ETH_MIN_FRAME
 
-PLANES, SPINES = 2, 4
+SPINES = 4
 QP, MTU = 0, 1024
 SRC, DST, REGION = 0x1000, 0x8000, 0x8000     # the source region on a, b's memory region
 LENGTH = 10_000
@@ -59,9 +61,10 @@ class Cable:
 def configure(regs: RegisterClient, me: int, peer: int, layout: EvLayout, seed: int) -> None:
     """NIC ``me`` (0: a, 1: b) with its QP talking to ``peer``'s, every EV straight to it."""
     rng = random.Random(f"{seed}-{me}")
+    planes = layout.planes
     regs.run(driver.identify())
     regs.run(driver.set_addresses(nic_mac(me), nic_ip(me)))
-    for pl in range(PLANES):
+    for pl in range(planes):
         # No switch routes: each frame goes to the peer's MAC on the peer's own SID.
         regs.run(driver.set_plane_addresses(pl, next_hop=0,
                                             sid=sid(host_usid(pl, me), BLOCK, BLOCK_BITS)))
@@ -74,7 +77,7 @@ def configure(regs: RegisterClient, me: int, peer: int, layout: EvLayout, seed: 
         next_psn=psn[me], msn=msn[me], rkey=0x100 + me, mr_va=DST, mr_length=REGION,
         rx_psn=psn[peer], rx_msn=msn[peer])))
     evs = regs.read("global.evs")
-    regs.run(driver.load_ev_profile(QP, [layout.make(i % PLANES, 0, rng.getrandbits(32))
+    regs.run(driver.load_ev_profile(QP, [layout.make(i % planes, 0, rng.getrandbits(32))
                                          for i in range(evs)], layout))
     regs.run(driver.set_reliability(RelMode.SELECTIVE))
     regs.run(driver.route_completions(send=True, recv=False))
@@ -86,14 +89,16 @@ async def two_boards_run_a_write_the_checker_verifies(dut):
     p = params()
     netns, taps = p["netns"], p["taps"]
     seed = p.get("seed", 1)
-    await start(dut, boards=("a_", "b_"), planes=PLANES)
+    planes = p.get("planes", 2)
+    await start(dut, boards=("a_", "b_"), planes=planes)
     host = [HostLink(dut, open_tap(netns, tap), board) for tap, board in zip(taps, ("a_", "b_"),
                                                                                strict=True)]
-    cable = Cable(dut, 1)
-    wires = Wires(*host, cable)
+    # A board of one port has no cable: its MRC frames cross the host's bridge with the rest.
+    cable = Cable(dut, 1) if planes > 1 else None
+    wires = Wires(*host, *([cable] if cable else []))
     addrs = [str(ipaddress.IPv4Address(x["ipv4"])) for x in (BOARD_ADDRESSES, BOARD_B_ADDRESSES)]
     regs = [RegisterClient(client(a, netns, timeout=0.5)) for a in addrs]
-    layout = EvLayout(PLANES, SPINES)
+    layout = EvLayout(planes, SPINES)
     pattern_seed = random.Random(seed).getrandbits(32)
 
     def setup():
@@ -125,5 +130,7 @@ async def two_boards_run_a_write_the_checker_verifies(dut):
     assert (error, bad) == (0, 0), f"the checker found {bad} bytes that differ (error {error})"
     packets = -(-LENGTH // MTU)
     assert outcomes["placed"] == packets, outcomes
-    assert cable.frames[0] > 0, "nothing went over port 1: the write did not spray"
-    assert cable.bad_fcs == 0 and all(h.bad_fcs == 0 for h in host)
+    if cable:
+        assert cable.frames[0] > 0, "nothing went over port 1: the write did not spray"
+        assert cable.bad_fcs == 0
+    assert all(h.bad_fcs == 0 for h in host)

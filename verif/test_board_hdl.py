@@ -27,3 +27,11 @@ def test_board_management(host):
 def test_two_boards_run_mrc(host):
     harness.run(builds.board_pair(), "mrcnic.verif.tb_board_pair",
                 {"netns": host.netns, "taps": host.taps}, tag="pair")
+
+
+@pytest.mark.regress
+def test_two_one_port_boards_run_mrc_through_the_switch(host):
+    """The ECPIX-5's board NIC: one port, one plane, MRC and management over the same bridge
+    (a configuration of the same blocks: make regress's)."""
+    harness.run(builds.board_pair(planes=1), "mrcnic.verif.tb_board_pair",
+                {"netns": host.netns, "taps": host.taps, "planes": 1}, tag="pair_p1")
