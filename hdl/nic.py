@@ -228,7 +228,8 @@ class Nic(wiring.Component):
         _staged(m, bank, "qp", ctx.static)
         _staged(m, bank, "qp", ctx.seq)
         # ...its receive side starts again from qp.rx_psn / qp.rx_msn, and its sender's
-        # tracker from qp.next_psn with nothing in flight: all take it at once.
+        # tracker from qp.next_psn with nothing in flight: each takes it when it is ready, and
+        # the write is done when all have.
         init = rx.init.payload
         m.d.comb += [
             ctx.qp.eq(bank.qp_write.payload), init.qp.eq(bank.qp_write.payload),
@@ -240,11 +241,22 @@ class Nic(wiring.Component):
         m.submodules.cc = cc = self._cc
         m.d.comb += [cc.assign.payload.qp.eq(bank.qp_write.payload),
                      cc.assign.payload.profile.eq(bank.qp_cc_profile)]
+        # Each taker's valid is the write's and whether it has taken it, never another taker's
+        # ready: offered only when all were ready at once, the reliability engine's start of
+        # the QP (its window from the CC profile, through a multiplier) waited on the QP
+        # context's ready, which a packet leaving the segmenter takes in the same cycle, and
+        # that was the core clock's longest path (27 MHz on the ECPIX-5). The bank holds the
+        # write until every taker has it.
         takers = (tx.ctx_write, rx.init, rel.init, cc.assign)
-        for t in takers:
-            m.d.comb += t.valid.eq(bank.qp_write.valid
-                                   & Cat(*[o.ready for o in takers if o is not t]).all())
-        m.d.comb += bank.qp_write.ready.eq(Cat(*[t.ready for t in takers]).all())
+        taken = Signal(len(takers))
+        for k, t in enumerate(takers):
+            m.d.comb += t.valid.eq(bank.qp_write.valid & ~taken[k])
+        m.d.comb += bank.qp_write.ready.eq(Cat(*[taken[k] | t.ready
+                                                 for k, t in enumerate(takers)]).all())
+        with m.If(bank.qp_write.valid & bank.qp_write.ready):
+            m.d.sync += taken.eq(0)
+        with m.Else():
+            m.d.sync += taken.eq(taken | Cat(*[t.valid & t.ready for t in takers]))
 
         # The receive side: each port's frames in, data to host memory, completions out, its
         # QP context read from the TX side's, its acknowledgements out through the TX side.
