@@ -16,6 +16,7 @@ import ipaddress
 import json
 import random
 import subprocess
+import sys
 import threading
 import time
 
@@ -148,12 +149,21 @@ async def run_beside(dut, link, script):
         except BaseException as e:     # handed to the test
             out["error"] = e
     thread = threading.Thread(target=body, daemon=True)
+    # The script's thread waits for the interpreter's lock while the simulation holds it, and
+    # the simulation lets go of it only between callbacks: at the default interval (5 ms) the
+    # thread could wait seconds for it after each reply.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
     thread.start()
     deadline = time.monotonic() + WALL_LIMIT
-    while thread.is_alive():
-        link.step()
-        await ClockCycles(dut.clk, 32)
-        assert time.monotonic() < deadline, f"{script.__name__} still running after {WALL_LIMIT} s"
+    try:
+        while thread.is_alive():
+            link.step()
+            await ClockCycles(dut.clk, 32)
+            assert time.monotonic() < deadline, (f"{script.__name__} still running after "
+                                                 f"{WALL_LIMIT} s")
+    finally:
+        sys.setswitchinterval(interval)
     if "error" in out:
         raise out["error"]
     return out.get("value")
