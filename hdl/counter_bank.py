@@ -71,18 +71,22 @@ class CounterBank(wiring.Component):
                      taken.eq(Array(pend)[turn]), taken_of.eq(turn), taken_first.eq(first)]
         with m.If(turn == N - 1):
             m.d.sync += first.eq(0)
+        # The increments are taken into a register first: they come from the blocks' decisions
+        # made in the same cycle, and each pending count's adder was the end of those paths.
+        inc = [Signal(s, name=f"inc{i}") for i, s in enumerate(self._steps)]
         for i, (p, s) in enumerate(zip(pend, self._steps, strict=True)):
-            m.d.sync += p.eq(Mux(turn == i, 0, p) + self.inc[i][:s])
+            m.d.sync += [inc[i].eq(self.inc[i][:s]), p.eq(Mux(turn == i, 0, p) + inc[i])]
         m.d.comb += [sweep.addr.eq(turn), wr.addr.eq(taken_of), wr.en.eq(1),
                      wr.data.eq(Mux(taken_first, 0, sweep.data) + taken)]
 
         # A read: the word as it is after this cycle's write (the port is transparent) plus the
-        # pending count as it is now. A counter whose turn it is still has its pending count;
-        # one written this cycle has the count taken from it in its word.
+        # pending count as it is now and the increment on its way to it. A counter whose turn
+        # it is still has its pending count; one written this cycle has the count taken from it
+        # in its word.
         pend_now = Signal(W)
         stale = Signal()
         with m.If(self.rd_en):
-            m.d.sync += [pend_now.eq(Array(pend)[self.rd_addr]),
+            m.d.sync += [pend_now.eq(Array(pend)[self.rd_addr] + Array(inc)[self.rd_addr]),
                          stale.eq(first & (self.rd_addr >= turn))]
         m.d.comb += [bus.addr.eq(self.rd_addr), bus.en.eq(self.rd_en),
                      self.rd_data.eq(Mux(stale, 0, bus.data) + pend_now)]

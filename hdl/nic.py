@@ -34,7 +34,7 @@ from .rx_front import FRONT_STATS
 from .rx_pipeline import RxPipeline, rx_counter_names
 from .segmenter import completion_layout, work_request_layout
 from .spray_scheduler import EvState, LoadOp
-from .stream import PacketStream, RecordMerge
+from .stream import PacketStream, RecordMerge, RegSlice
 from .tx_pipeline import TxPipeline
 
 __all__ = ["Nic"]
@@ -359,18 +359,22 @@ class Nic(wiring.Component):
                      bank.ev_state.eq(tx.ev_view_state), bank.ev_entry.eq(tx.ev_view_ev),
                      bank.ev_size.eq(tx.ev_view_size)]
 
-        # ev.set_state (management, so DENIED can be set and left) or the reliability engine.
+        # ev.set_state (management, so DENIED can be set and left) or the reliability engine,
+        # whose updates leave it through a register: its decision, in the cycle it reads a
+        # QP's row, and the spray scheduler's taking of an update were one path.
+        m.submodules.ev_update_slice = ev_up = RegSlice(rel.ev_update.payload.shape())
+        wiring.connect(m, rel.ev_update, ev_up.i)
         up = tx.ev_update.payload
         with m.If(bank.ev_set_state.valid):
             m.d.comb += [up.qp.eq(bank.ev_qp), up.index.eq(bank.ev_index),
                          up.state.eq(bank.ev_set_state.payload), up.management.eq(1),
                          tx.ev_update.valid.eq(1), bank.ev_set_state.ready.eq(tx.ev_update.ready)]
         with m.Else():
-            r = rel.ev_update.payload
+            r = ev_up.o.payload
             m.d.comb += [up.qp.eq(r.qp), up.index.eq(r.index), up.state.eq(r.state),
                          up.path.eq(r.path), up.trim.eq(r.trim), up.management.eq(0),
-                         tx.ev_update.valid.eq(rel.ev_update.valid & health),
-                         rel.ev_update.ready.eq(tx.ev_update.ready | ~health)]
+                         tx.ev_update.valid.eq(ev_up.o.valid & health),
+                         ev_up.o.ready.eq(tx.ev_update.ready | ~health)]
 
         # EV events: the spray scheduler's changes a controller subscribed to.
         m.submodules.evq = evq = self._evq

@@ -9,7 +9,7 @@ from amaranth import Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["check_width", "packet_layout", "PacketStream", "PacketRegSlice", "PacketFIFO",
+__all__ = ["check_width", "packet_layout", "PacketStream", "RegSlice", "PacketRegSlice", "PacketFIFO",
            "RecordMerge",
            "keep_count", "keep_mask"]
 
@@ -48,26 +48,23 @@ def keep_mask(m, count, lanes):
     return mask
 
 
-class PacketRegSlice(wiring.Component):
-    """Registers a packet stream in both directions (valid/payload and ready) without losing a
-    cycle: a two-entry skid buffer, so long paths can be cut anywhere at full rate.
+class RegSlice(wiring.Component):
+    """Registers a stream of any payload in both directions (valid/payload and ready) without
+    losing a cycle: a two-entry skid buffer, so a long path between two blocks can be cut
+    anywhere at full rate. An entry taken leaves a cycle later.
 
     Parameters
     ----------
-    width : data width in bits.
+    shape : the payload's shape.
     """
 
-    def __init__(self, width=64):
-        self._width = check_width(width)
-        super().__init__({"i": In(PacketStream(width)), "o": Out(PacketStream(width))})
-
-    @property
-    def width(self):
-        return self._width
+    def __init__(self, shape):
+        self._shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
 
     def elaborate(self, platform):
         m = Module()
-        skid = Signal(packet_layout(self._width))
+        skid = Signal(self._shape)
         skid_valid = Signal()
         m.d.comb += self.i.ready.eq(~skid_valid)
         with m.If(self.o.ready | ~self.o.valid):
@@ -78,6 +75,23 @@ class PacketRegSlice(wiring.Component):
         with m.Elif(self.i.valid & self.i.ready):
             m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
         return m
+
+
+class PacketRegSlice(RegSlice):
+    """A :class:`RegSlice` of the packet stream.
+
+    Parameters
+    ----------
+    width : data width in bits.
+    """
+
+    def __init__(self, width=64):
+        self._width = check_width(width)
+        super().__init__(packet_layout(width))
+
+    @property
+    def width(self):
+        return self._width
 
 
 class PacketFIFO(wiring.Component):
