@@ -23,8 +23,8 @@ class CcProfileTable(wiring.Component):
     Profile 0 is ``base`` (the rel.* registers), so a NIC that never writes a profile behaves
     as one with a single set; profiles 1 .. profiles-1 are kept in a small memory. Which profile
     each QP follows is kept in a memory of ``qps`` entries, 0 after reset. Both are read
-    without a cycle of latency (distributed RAM): the reliability engine asks for the QP it is
-    serving in the same cycle as it uses the answer.
+    without a cycle of latency (distributed RAM); the NIC registers the answer, for which the
+    reliability engine names the QP it will serve a cycle ahead.
 
     Attributes
     ----------

@@ -332,8 +332,9 @@ class Nic(wiring.Component):
                      cc.write.valid.eq(bank.cc_write.valid), bank.cc_write.ready.eq(cc.write.ready),
                      cc.qp.eq(rel.cc_qp), cc.view_qp.eq(bank.rel_view_qp),
                      bank.cc_view.eq(cc.view_profile)]
+        # (registered: the tracker names the QP a cycle ahead)
         for name in CC_PARAMS:
-            m.d.comb += getattr(rel, name).eq(getattr(cc.params, name))
+            m.d.sync += getattr(rel, name).eq(getattr(cc.params, name))
 
         # path.*: what each profile entry's path did, from the reliability engine's events
         m.submodules.paths = paths = self._paths

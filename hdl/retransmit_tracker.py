@@ -207,9 +207,10 @@ class RetransmitTracker(wiring.Component):
     mode : In(RelMode); reorder, reo_wnd, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
         cwnd_min, cwnd_max, rcv_wnd : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*``
         registers, but for the congestion inputs (target_rtt, cc_fair, cc_gain, cc_md, cwnd_*):
-        those of the CC profile QP ``cc_qp`` follows.
-    cc_qp : Out(range(qps)), the QP whose window the congestion inputs act on this cycle: the
-        NIC looks up its CC profile in the same cycle (``hdl/cc_profile_table.py``).
+        those of the CC profile QP ``cc_qp`` followed the cycle before.
+    cc_qp : Out(range(qps)), the QP whose window the congestion inputs act on in the next
+        cycle: the NIC looks up its CC profile (``hdl/cc_profile_table.py``) and registers
+        it, so the lookup is not on the path of the window's arithmetic.
     view_qp : In(range(qps)); view_cwnd : Out(24), view_inflight : Out(32), view_rtt,
         view_srtt : Out(16): that QP's window, bytes in flight, last and smoothed RTT.
     <counter> : Out(1), an event (:attr:`events`) for each name in the register map's
@@ -420,6 +421,8 @@ class RetransmitTracker(wiring.Component):
 
         # ---- the FSM's QP and its state ------------------------------------------------------
         cq = Signal(range(Q))
+        cq_next = Signal(range(Q))       # what cq is in the next cycle: the CC profile's QP
+        m.d.comb += cq_next.eq(cq)
         for q in range(Q):
             m.d.sync += probe_live[q].eq(
                 (probe_live[q] & ~Mux(cq == q, live_clr, 0))
@@ -579,13 +582,36 @@ class RetransmitTracker(wiring.Component):
                      self.cpl.payload.status.eq(WrStatus.OK),
                      self.ev_update.payload.qp.eq(cq), self.ev_update.payload.index.eq(rec.index)]
 
-        m.d.comb += self.cc_qp.eq(cq)
+        m.d.comb += self.cc_qp.eq(cq_next)
+        # A QP's first window is set the cycle after its start, when its profile's cwnd_init
+        # has come (the FSM is in IDLE then too: nothing else sets a window there).
+        init_cw, init_q = Signal(), Signal(range(Q))
+        m.d.sync += [init_cw.eq(0), init_q.eq(self.init.payload.qp)]
+        for q in range(Q):
+            with m.If(init_cw & (init_q == q)):
+                m.d.sync += cwnd[q].eq(self.cwnd_init)
+        # A SACK's new window is set a cycle after SACK_CHECK, from what it found there (the
+        # arithmetic in one cycle was the core clock's longest path); the FSM keeps the QP.
+        cw_set = Signal()
+        cw_grown, cw_top = Signal(CWND_BITS + 2), Signal(CWND_BITS)
+        m.d.sync += cw_set.eq(0)
+        new_cwnd = Signal(CWND_BITS)
+        with m.If((cw_grown > cw_top) & (cw_top > self.cwnd_min)):
+            m.d.comb += new_cwnd.eq(cw_top)
+        with m.Elif((cw_grown > cw_top) | (cw_grown < self.cwnd_min)):
+            m.d.comb += new_cwnd.eq(self.cwnd_min)
+        with m.Else():
+            m.d.comb += new_cwnd.eq(cw_grown)
+        for q in range(Q):
+            with m.If(cw_set & (cq == q)):
+                m.d.sync += cwnd[q].eq(new_cwnd)
         with m.FSM():
             with m.State("IDLE"):
                 t_una, t_nxt = Array(una)[tq], Array(nxt)[tq]
                 m.d.comb += self.init.ready.eq(1)
                 with m.If(self.init.valid):
                     iq = self.init.payload.qp
+                    m.d.sync += init_cw.eq(1)
                     with m.If(res_q == iq):
                         m.d.sync += res_on.eq(0)
                     m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_ack_clr.eq(~0),
@@ -598,10 +624,9 @@ class RetransmitTracker(wiring.Component):
                         with m.If(iq == q):
                             m.d.sync += [una[q].eq(self.init.payload.psn),
                                          nxt[q].eq(self.init.payload.psn),
-                                         cwnd[q].eq(self.cwnd_init),
                                          suspect[q].eq(0), holding[q].eq(0), flight[q].eq(0)]
                 with m.Elif(self.feedback.valid):
-                    m.d.comb += self.feedback.ready.eq(1)
+                    m.d.comb += [self.feedback.ready.eq(1), cq_next.eq(fb.qp)]
                     m.d.sync += [
                         cq.eq(fb.qp), f_cack.eq(seth.cack_psn), f_off.eq(seth.sack_offset),
                         f_bits.eq(seth.sack_bitmap), f_m.eq(seth.m),
@@ -628,11 +653,12 @@ class RetransmitTracker(wiring.Component):
                         m.next = "NACK_CHECK"
                 with m.Elif(off & (t_una != t_nxt)):
                     # Nothing to wait for: acknowledge what was sent.
+                    m.d.comb += cq_next.eq(tq)
                     m.d.sync += [cq.eq(tq), f_cack.eq(t_nxt)]
                     m.next = "WALK_RD"
                 with m.Elif(~off & (t_una != t_nxt)
                             & ((self.now - Array(tstart)[tq])[:TIME_BITS] >= t_rto)):
-                    m.d.comb += [f_q.eq(tq), f_pend_clr.eq(~0)]
+                    m.d.comb += [f_q.eq(tq), f_pend_clr.eq(~0), cq_next.eq(tq)]
                     m.d.sync += [cq.eq(tq), p.eq(t_una), cause.eq(_Cause.TIMEOUT),
                                  scan_end.eq(t_nxt), c_rto.eq(t_rto)]
                     with m.If(res_q == tq):
@@ -726,13 +752,7 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += top.eq(share)
                     with m.Else():
                         m.d.comb += top.eq(self.cwnd_max)
-                    new_cwnd = Signal(CWND_BITS)
-                    with m.If((grown > top) & (top > self.cwnd_min)):
-                        m.d.comb += new_cwnd.eq(top)
-                    with m.Elif((grown > top) | (grown < self.cwnd_min)):
-                        m.d.comb += new_cwnd.eq(self.cwnd_min)
-                    with m.Else():
-                        m.d.comb += new_cwnd.eq(grown)
+                    m.d.sync += [cw_set.eq(1), cw_grown.eq(grown), cw_top.eq(top)]
                     # The QP's new RTT estimates and RACK time, into its row.
                     c_rttvar = row.rttvar
                     new_srtt, new_rttvar = Signal(TIME_BITS), Signal(TIME_BITS)
@@ -746,9 +766,6 @@ class RetransmitTracker(wiring.Component):
                         newer.eq(f_ts - row.rack_ts),
                         rack_moves.eq(~f_pr & (~row.rack_on | ~newer[-1])),
                     ]
-                    for q in range(Q):
-                        with m.If(cq == q):
-                            m.d.sync += cwnd[q].eq(new_cwnd)
                     m.d.comb += st_new.last_rtt.eq(sample)
                     with m.If(cut):
                         m.d.comb += [st_new.cutting.eq(1), st_new.cut_psn.eq(c_nxt)]
