@@ -21,7 +21,7 @@ from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import EvState, SprayMode, SprayScheduler
 from .srv6_encap import Srv6Encapsulator, route_layout, template_layout
-from .stream import check_width, keep_count
+from .stream import RegSlice, check_width, keep_count
 from .two_entry_fifo import buffered_fifo
 
 __all__ = ["TxPipeline"]
@@ -299,17 +299,22 @@ class TxPipeline(wiring.Component):
         new_asks = ~ack_asks & ~rtx_asks
         room = asked.f.w_rdy & Mux(ack_asks, ack_queue.f.w_rdy, waiting.f.w_rdy)
         req_valid = Mux(new_asks, new_full, 1) & room
-        took = req_valid & spray.request.ready
+        # The request reaches the scheduler through a register: its choice here and the
+        # scheduler's lookups for its QP, whose outcome is its ready, were one path (the core
+        # clock's longest after the tracker's were cut).
+        m.submodules.request_slice = req = RegSlice(spray.request.payload.shape())
+        wiring.connect(m, req.o, spray.request)
+        took = req_valid & req.i.ready
         m.d.comb += [
-            spray.request.payload.qp.eq(Mux(ack_asks, ack.qp, Mux(rtx_asks, rtx.pkt.qp, new.qp))),
-            spray.request.payload.retry.eq(rtx_asks), spray.request.payload.avoid.eq(rtx.avoid),
-            spray.request.payload.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)),
-            spray.request.payload.entry.eq(arg),
-            spray.request.valid.eq(req_valid),
+            req.i.payload.qp.eq(Mux(ack_asks, ack.qp, Mux(rtx_asks, rtx.pkt.qp, new.qp))),
+            req.i.payload.retry.eq(rtx_asks), req.i.payload.avoid.eq(rtx.avoid),
+            req.i.payload.probe.eq(ack_asks & (ack.kind == AckKind.PROBE)),
+            req.i.payload.entry.eq(arg),
+            req.i.valid.eq(req_valid),
             asked.f.w_en.eq(took), waiting.f.w_en.eq(took & ~ack_asks),
             ack_queue.f.w_en.eq(took & ack_asks),
         ]
-        m.d.sync += [offered.eq(req_valid & ~spray.request.ready), offered_ack.eq(ack_asks),
+        m.d.sync += [offered.eq(req_valid & ~req.i.ready), offered_ack.eq(ack_asks),
                      offered_rtx.eq(rtx_asks)]
         with m.If(took & ack_asks):
             m.d.sync += ack_state.eq(0)
