@@ -3,7 +3,7 @@ nextpnr-ecp5, ecppack), and a report of what was built and how it fared.
 
 Usage::
 
-    python -m mrcnic.boards.bitstream BOARD [--config NAME] [--core-mhz F] [--mem-kib N]
+    python -m mrcnic.boards.bitstream BOARD [--config NAME] [--core-mhz F] [--mem-kib N] [--seed N]
                                             [--mac M] [--ipv4 A] [--ipv6 A] [--out DIR]
 
 ``BOARD`` is one of :data:`~mrcnic.boards.targets.BOARDS`, ``--config`` one of
@@ -246,13 +246,16 @@ def _commands(script: str) -> list[tuple[str, str]]:
 def build(board_name: str | targets.Board, config_name: str | None = None, core_hz: float | None = None,
           addresses: dict | None = None, out: Path = OUT, stages=("yosys", "nextpnr", "ecppack"),
           say: Callable[[str], None] = print, mem_size: int | None = None,
-          yosys_steps: bool = True) -> dict:
+          yosys_steps: bool = True, seed: int = 1) -> dict:
     """Builds ``config_name`` (default: the board's) for ``board_name`` (or a
     :class:`~mrcnic.boards.targets.Board`); the report (also in ``out/<board>/report.json`` and
     ``report.md``). ``stages`` stops it early (the regress test synthesises only); ``mem_size``
     is the on-chip memory's bytes. ``say`` takes the progress lines; without ``yosys_steps``
-    they leave out Yosys's steps. Raises ValueError for an unknown board or configuration or a
-    core clock the PLL cannot make, before anything runs."""
+    they leave out Yosys's steps. ``seed`` is nextpnr's (placement and routing). Raises
+    ValueError for an unknown board or configuration, a core clock the PLL cannot make or a
+    seed that is not a whole number from 1, before anything runs."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 1 <= seed < 1 << 31:
+        raise ValueError(f"seed {seed!r}: give a whole number from 1 to {(1 << 31) - 1}")
     from .board_top import DEFAULT_CORE_HZ, MEM_SIZE, BoardTop
     board = board_name if isinstance(board_name, targets.Board) else targets.board(board_name)
     cfg = targets.config(config_name or board.default_config)
@@ -282,7 +285,7 @@ def build(board_name: str | targets.Board, config_name: str | None = None, core_
         "addresses": {"mac": ":".join(f"{b:02x}" for b in top.addresses["mac"].to_bytes(6, "big")),
                       "ipv4": str(ipaddress.IPv4Address(top.addresses["ipv4"])),
                       "ipv6": str(ipaddress.IPv6Address(top.addresses["ipv6"]))},
-        "program": board.program,
+        "program": board.program, "router": cfg.router, "seed": seed,
         "work": str(work), "status": "failed", "message": "", "seconds": {},
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -291,7 +294,7 @@ def build(board_name: str | targets.Board, config_name: str | None = None, core_
         f"in {work}")
     plan = board.platform().build(top, name=NAME, do_build=False,
                                   nextpnr_opts=f"--report {NEXTPNR_REPORT} --timing-allow-fail "
-                                               f"--router {cfg.router}")
+                                               f"--router {cfg.router} --seed {seed}")
     plan.extract(work)
     report["seconds"]["convert"] = round(time.monotonic() - t0, 1)
     say(f"[{time.monotonic() - t0:5.0f} s] converted")
@@ -382,6 +385,9 @@ def summary(report: dict) -> str:
     if report.get("bitstream"):
         lines.append(f"- **Bitstream:** {report['bitstream']}; to load it (optional, with "
                      f"openFPGALoader): `{report['program']}`")
+    if "seed" in report:
+        lines.append(f"- **Place and route:** nextpnr's {report['router']}, seed {report['seed']} "
+                     "(`--seed`: another placement, where routing does not converge)")
     secs = ", ".join(f"{k} {v:.0f} s" for k, v in report["seconds"].items())
     lines.append(f"- **Time:** {secs}")
     if report.get("fmax"):
@@ -456,6 +462,10 @@ def main(argv=None) -> int:
                             "(default: the board's, in the report)")
     p.add_argument("--mem-kib", type=int, metavar="N",
                    help="KiB of on-chip memory standing in for host memory (default 64)")
+    p.add_argument("--seed", type=int, default=1, metavar="N",
+                   help="nextpnr's placement and routing seed (default 1): another gives another "
+                        "placement, for a build whose routing does not converge or to see how "
+                        "Fmax spreads")
     p.add_argument("--out", type=Path, default=OUT, metavar="DIR", help="default build/")
     args = p.parse_args(argv)
     addresses = {k: getattr(args, k) for k in ("mac", "ipv4", "ipv6")
@@ -468,7 +478,7 @@ def main(argv=None) -> int:
         report = build(args.board, args.config,
                        args.core_mhz * 1e6 if args.core_mhz else None, addresses, args.out,
                        say=lambda line: print(line, flush=True),
-                       mem_size=args.mem_kib * 1024 if args.mem_kib else None)
+                       mem_size=args.mem_kib * 1024 if args.mem_kib else None, seed=args.seed)
     except ValueError as e:
         print(f"make bitstream: {e}", file=sys.stderr)
         return 2

@@ -125,6 +125,7 @@ def test_a_boards_default_is_the_nic_only_when_its_measured_size_fits_the_budget
     ([""], ["versa_ecp5", "colorlight_5a75b"]),
     (["versa_ecp5", "--config", "huge"], ["huge", "nic", "bringup"]),
     (["versa_ecp5", "--core-mhz", "70"], ["70 MHz", "62.5"]),
+    (["versa_ecp5", "--seed", "0"], ["seed 0", "whole number from 1"]),
 ])
 def test_bad_requests_are_refused_before_anything_runs(tmp_path, capsys, argv, words):
     assert bitstream.main([*argv, "--out", str(tmp_path)]) == 2
