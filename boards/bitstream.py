@@ -385,9 +385,8 @@ def summary(report: dict) -> str:
     if report.get("bitstream"):
         lines.append(f"- **Bitstream:** {report['bitstream']}; to load it (optional, with "
                      f"openFPGALoader): `{report['program']}`")
-    if "seed" in report:
-        lines.append(f"- **Place and route:** nextpnr's {report['router']}, seed {report['seed']} "
-                     "(`--seed`: another placement, where routing does not converge)")
+    lines.append(f"- **Place and route:** nextpnr's {report['router']}, seed {report['seed']} "
+                 "(`--seed`: another placement, where routing does not converge)")
     secs = ", ".join(f"{k} {v:.0f} s" for k, v in report["seconds"].items())
     lines.append(f"- **Time:** {secs}")
     if report.get("fmax"):

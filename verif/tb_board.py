@@ -31,7 +31,7 @@ from mrcnic import driver, mgmt, pattern, regmap
 from mrcnic.regclient import RegisterClient
 from mrcnic.verif.builds import BOARD_ADDRESSES
 from mrcnic.verif.linux_fabric import in_netns, open_tap
-from mrcnic.verif.tbkit import params
+from mrcnic.verif.tbkit import params, share_lock
 from mrcnic.wire import ETH_FCS_BYTES, ETH_MIN_FRAME
 
 CORE_NS = 16                      # 62.5 MHz: the least a board's core clock runs at
@@ -149,11 +149,7 @@ async def run_beside(dut, link, script):
         except BaseException as e:     # handed to the test
             out["error"] = e
     thread = threading.Thread(target=body, daemon=True)
-    # The script's thread waits for the interpreter's lock while the simulation holds it, and
-    # the simulation lets go of it only between callbacks: at the default interval (5 ms) the
-    # thread could wait seconds for it after each reply.
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)
+    interval = share_lock()
     thread.start()
     deadline = time.monotonic() + WALL_LIMIT
     try:

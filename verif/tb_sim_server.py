@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from mrcnic.regmap import Access
 from mrcnic.verif.mgmt_bridge import Bridge
 from mrcnic.verif.scenarios import SCENARIOS
 from mrcnic.verif.tb_system import System
-from mrcnic.verif.tbkit import params
+from mrcnic.verif.tbkit import params, share_lock
 
 #: cycles between looks at the queued accesses: 0.26 us of simulated time, about 1.5 ms of
 #: wall time on the idle two-NIC system (some 44,000 cycles a second)
@@ -208,9 +207,7 @@ def _watch_stdin() -> threading.Event:
 @cocotb.test()
 async def serve(dut):
     p = params()
-    # The ports' threads wait for the interpreter's lock while the simulation holds it: by
-    # default a waiting thread gets it after 5 ms, twice per access (its datagram, its result).
-    sys.setswitchinterval(1e-4)
+    share_lock()        # for the ports' threads: each access waits on it twice
     sc = SCENARIOS["clean"](planes=p["planes"], spines=p["spines"], width=p["width"])
     sysm = System(dut, p, sc, p["seed"])
     await sysm.start()

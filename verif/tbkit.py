@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from pathlib import Path
 
 import cocotb
@@ -17,13 +18,23 @@ from mrcnic.verif.harness import tb_params
 from mrcnic.verif.pcap import Pcap
 
 __all__ = ["params", "setup", "pauses", "source", "sink", "StreamSource", "StreamSink", "PcapTap",
-           "run_dir", "CsrBus", "last_user", "recv_packet", "CLOCK_NS"]
+           "run_dir", "CsrBus", "last_user", "recv_packet", "share_lock", "CLOCK_NS"]
 
 CLOCK_NS = 4   # 250 MHz: the figure timestamps in pcaps and benches are given in
 
 
 def params() -> dict:
     return tb_params()
+
+
+def share_lock() -> float:
+    """Lets a thread beside the simulation (a host tool's requests, a port's server) have the
+    interpreter's lock within 0.1 ms: the simulation lets go of it only between its callbacks,
+    and at Python's default switch interval (5 ms) such a thread could wait seconds for it after
+    each reply. Returns the interval it replaces."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    return old
 
 
 def run_dir() -> Path:
