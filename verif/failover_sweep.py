@@ -3,6 +3,7 @@ spread.
 
     python -m mrcnic.verif.failover_sweep [--configs demo,demo_mtu4096,demo_4x8]
                                           [--seeds 1-50] [--jobs 2] [--clean]
+                                          [--against build/sweep/earlier.json]
 
 Each (configuration, seed) is one two-NIC system run (verif/tb_system.py, scenario linkdown)
 with its own checks: every byte lands once, and every entry on the dead path that lost two
@@ -12,7 +13,8 @@ run keeps its pcaps for
 verif/failover_trace.py). ``--clean`` also runs each seed without the failure, for the
 completion-time inflation. Printed: the failures, and per configuration the distribution of
 failover_rtts (the last data packet onto the dead path after its death, in base RTTs) and of
-the inflation; written: build/sweep/<name>.json.
+the inflation; written: build/sweep/<name>.json. ``--against`` an earlier sweep's file prints,
+per configuration, how failover_rtts moved seed by seed (see :func:`paired`).
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def summarise(runs: list[dict]) -> dict:
         rtts = [(r["failover_rtts"], r["seed"]) for r in down if "failover_rtts" in r]
         if rtts:
             v = [x for x, _ in rtts]
-            s.update(failover_rtts_p50=statistics.median(v),
+            s.update(failover_rtts_p50=statistics.median(v), failover_rtts_mean=statistics.fmean(v),
                      failover_rtts_p90=percentile(v, 90), failover_rtts_worst=max(rtts)[0],
                      failover_rtts_worst_seed=max(rtts)[1], failover_rtts=dict(
                          (seed, round(x, 3)) for x, seed in rtts))
@@ -131,6 +133,28 @@ def summarise(runs: list[dict]) -> dict:
                      fct_inflation_linkdown=dict((seed, round(x, 4)) for x, seed in infl))
         s["clean_failed"] = {seed: r["error"] for seed, r in clean.items() if r["error"]}
         out[name] = s
+    return out
+
+
+def paired(before: dict, after: dict) -> dict:
+    """Per configuration in both summaries, failover_rtts seed by seed: after less before.
+
+    A change that moves when packets leave by a cycle reshuffles which packet is the last onto
+    the dead path, and a seed's figure can move by more than an RTT either way; the figures are
+    spread in two lumps, so their median can jump between them with a few seeds. Whether a change
+    moved failover at all is the mean of the differences against its standard error."""
+    out = {}
+    for name in before.keys() & after.keys():
+        a = {int(k): v for k, v in before[name].get("failover_rtts", {}).items()}
+        b = {int(k): v for k, v in after[name].get("failover_rtts", {}).items()}
+        seeds = sorted(a.keys() & b.keys())
+        if len(seeds) < 2:
+            continue
+        d = [b[k] - a[k] for k in seeds]
+        out[name] = {"seeds": len(seeds), "mean_diff": statistics.fmean(d),
+                     "stderr": statistics.stdev(d) / math.sqrt(len(d)),
+                     "up": sum(x > 0 for x in d), "down": sum(x < 0 for x in d),
+                     "largest_move": max(d, key=abs)}
     return out
 
 
@@ -154,7 +178,8 @@ def report(summary: dict) -> None:
             print(f"  seed {seed} (clean run) FAILED: {why}")
         if "failover_rtts_p50" in s:
             v = list(s["failover_rtts"].values())
-            print(f"  failover_rtts: p50 {s['failover_rtts_p50']:.2f}, p90 "
+            print(f"  failover_rtts: mean {s['failover_rtts_mean']:.2f}, "
+                  f"p50 {s['failover_rtts_p50']:.2f}, p90 "
                   f"{s['failover_rtts_p90']:.2f}, worst {s['failover_rtts_worst']:.2f} (seed "
                   f"{s['failover_rtts_worst_seed']})")
             print("\n".join(_histogram(v, 0.0, max(3.0, max(v)))))
@@ -221,6 +246,8 @@ def main(argv=None) -> int:
     ap.add_argument("--clean", action="store_true",
                     help="also run each seed without the failure (completion-time inflation)")
     ap.add_argument("--name", default="failover", help="build/sweep/<name>.json")
+    ap.add_argument("--against", type=Path, metavar="JSON",
+                    help="an earlier sweep's build/sweep/<name>.json: compare seed by seed")
     a = ap.parse_args(argv)
     names = a.configs.split(",")
     bad = [n for n in names if n not in CONFIGS]
@@ -232,9 +259,21 @@ def main(argv=None) -> int:
         ap.error(str(e))
     if a.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {a.jobs}")
+    earlier = None
+    if a.against is not None:
+        try:
+            earlier = json.loads(a.against.read_text())["summary"]
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"--against {a.against}: not a sweep's results ({e})")
     runs = sweep(names, seeds, a.jobs, a.clean)
     summary = summarise(runs)
     report(summary)
+    if earlier is not None:
+        for name, p in paired(earlier, summary).items():
+            print(f"\n{name} against {a.against}: failover_rtts moved by {p['mean_diff']:+.2f} "
+                  f"+- {p['stderr']:.2f} (mean of {p['seeds']} seeds' differences and its "
+                  f"standard error; {p['up']} up, {p['down']} down, the largest "
+                  f"{p['largest_move']:+.2f})")
     out = harness.BUILD / "sweep" / f"{a.name}.json"
     out.write_text(json.dumps({"runs": runs, "summary": summary}, indent=1))
     print(f"\nwritten: {out}")

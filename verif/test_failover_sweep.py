@@ -35,6 +35,21 @@ def test_summary_counts_failures_and_spreads():
     s = fs.summarise(runs)["demo"]
     assert s["runs"] == 4 and s["passed"] == 3 and s["failed"] == {4: "AssertionError: x"}
     assert s["failover_rtts_worst"] == 4.0 and s["failover_rtts_worst_seed"] == 4
-    assert s["failover_rtts_p50"] == 2.25
+    assert s["failover_rtts_p50"] == 2.25 and s["failover_rtts_mean"] == 2.5
     assert s["fct_inflation_linkdown_worst"] == 1.5
     assert s["fct_inflation_linkdown_worst_seed"] == 4 and s["clean_failed"] == {}
+
+
+def test_two_sweeps_compare_seed_by_seed():
+    """Only the seeds both sweeps ran count; the mean difference comes with its standard
+    error, so a reshuffle (seeds moving both ways) is told from a shift."""
+    before = {"demo": {"failover_rtts": {"1": 1.0, "2": 2.0, "3": 3.0, "4": 1.0}},
+              "demo_4x8": {"failover_rtts": {"1": 1.0}}}
+    after = {"demo": {"failover_rtts": {"1": 2.0, "2": 1.5, "3": 3.5, "5": 9.0}},
+             "demo_4x8": {"failover_rtts": {"1": 2.0}}}
+    p = fs.paired(before, after)
+    assert set(p) == {"demo"}          # one seed in common is no comparison
+    d = p["demo"]
+    assert d["seeds"] == 3 and d["up"] == 2 and d["down"] == 1 and d["largest_move"] == 1.0
+    assert d["mean_diff"] == pytest.approx(1 / 3)
+    assert d["stderr"] == pytest.approx(0.44096, abs=1e-4)
