@@ -2,7 +2,7 @@
 
 from amaranth import Cat, Mux, Signal
 
-__all__ = ["decode", "first_set", "first_from", "word_mux"]
+__all__ = ["decode", "first_set", "last_set", "first_from", "word_mux"]
 
 
 def first_set(m, bits, name="first"):
@@ -28,6 +28,16 @@ def first_set(m, bits, name="first"):
     if at is not None:
         m.d.comb += index.eq(Mux(found, at, 0))
     return found, index
+
+
+def last_set(m, bits, name="last"):
+    """The index of the highest set bit of ``bits`` (0 when none), as :func:`first_set`'s
+    tree over the bits reversed, not a chain of ``len(bits)`` priority multiplexers."""
+    found, k = first_set(m, Cat(*(bits[i] for i in reversed(range(len(bits))))),
+                         name=f"{name}_reversed")
+    at = Signal(range(max(len(bits), 2)), name=name)
+    m.d.comb += at.eq(Mux(found, len(bits) - 1 - k, 0))
+    return at
 
 
 def first_from(m, bits, start, name="first"):

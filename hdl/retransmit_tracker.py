@@ -12,7 +12,7 @@ from mrcnic.enums import EvState, RelMode
 from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
 
-from .bits import decode, first_set
+from .bits import decode, first_set, last_set
 from .ev_fields import ev_path
 from .headers import header_view
 from .reorder_tracker import PSN_BITS, SACK_BITS
@@ -198,8 +198,9 @@ class RetransmitTracker(wiring.Component):
         ``ecn``), arrived, or sent again (on any entry).
     gate_qp, gate_psn, gate_length : In; gate_open : Out, whether QP ``gate_qp`` may send
         PSN ``gate_psn`` (it is less than ``window`` past ``una``, and the QP's bytes in flight
-        are below its window); gate_take : In, it is sent: its bytes count from now, so the
-        packets between the gate and the grant count too.
+        are below its window); gate_take : In, it is sent: its bytes count from the next cycle
+        (the gate's answer then does not include them: pass one packet in two cycles at most),
+        so the packets between the gate and the grant count too.
     gate_ready : Out(qps), the QPs whose next packet ``gate_open`` would let go (counting the
         PSNs recorded as sent, which lag the gate by the grant's few cycles): the segmenter
         offers only these, so a QP whose window is shut holds up no other.
@@ -439,16 +440,20 @@ class RetransmitTracker(wiring.Component):
         # acknowledged ones off.
         walk_len = Signal(13)            # set by the walk (and PIPE) for QP cq
         pipe_base = Signal(PSN_BITS)     # the PSN the last SACK's bitmap (f_bits) starts at
+        # A packet's bytes count a cycle after it passes the gate (``tk``): the gate's decision
+        # and this accounting were one path, the core clock's longest. The gate never sees the
+        # lag: the TX pipeline passes at most one packet in two cycles.
+        tk, tk_q, tk_len = Signal(), Signal(range(Q)), Signal(13)
+        m.d.sync += [tk.eq(self.gate_take), tk_q.eq(self.gate_qp), tk_len.eq(self.gate_length)]
         # Two adders, one for each QP that may change (the gate's and the FSM's), not two a QP.
         took_q = Signal(32)          # the gate's QP's bytes with what it takes (and gives back)
         gave_q = Signal(32)          # the FSM's QP's, less what the walk takes off
         m.d.comb += [
-            took_q.eq(Array(flight)[self.gate_qp] + self.gate_length
-                      - Mux(cq == self.gate_qp, walk_len, 0)),
+            took_q.eq(Array(flight)[tk_q] + tk_len - Mux(cq == tk_q, walk_len, 0)),
             gave_q.eq(Array(flight)[cq] - walk_len),
         ]
         for q in range(Q):
-            with m.If(self.gate_take & (self.gate_qp == q)):
+            with m.If(tk & (tk_q == q)):
                 m.d.sync += flight[q].eq(took_q)
             with m.Elif(cq == q):
                 m.d.sync += flight[q].eq(gave_q)
@@ -526,6 +531,10 @@ class RetransmitTracker(wiring.Component):
                      & (erth.op == wire.EndpointOp.PORT_STATUS))
         status_planes = erth.port_status_mask[:self._planes]
         f_cack, f_off, f_bits = Signal(PSN_BITS), Signal(16), Signal(SACK_BITS)
+        # The bitmap's highest bit and whether it has one, found as the feedback is taken
+        # (searched for in SACK_CHECK, it began the core clock's longest path, through the
+        # SACK's validity check into the window's arithmetic).
+        f_top, f_any = Signal(range(SACK_BITS)), Signal()
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
@@ -542,9 +551,26 @@ class RetransmitTracker(wiring.Component):
 
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
-        tq = Signal(range(Q))                 # the QP whose timer is looked at next
+        # The timer looks at one QP a cycle, in turn, whatever the FSM is doing, and tells IDLE
+        # in the next cycle whether that QP's RTO has passed (``t_due``), or, with reliability
+        # off, whether it has anything in flight to acknowledge (``t_busy``). Deciding from the
+        # QP's row in the cycle that IDLE acts on it was the core clock's longest path (the row,
+        # its RTO, the decision and all the decision steers). IDLE takes a decision only if it
+        # was made while the FSM sat in IDLE with no QP starting (``t_fresh``): the FSM's other
+        # states move una and the timers' starts, and a start resets its QP. A send can only
+        # start a timer that was not running, so it never makes a decision wrong.
+        tq = Signal(range(Q))                 # the QP whose timer is looked at this cycle
+        t_q = Signal(range(Q))                # ...and the last cycle, for IDLE now
+        t_busy, t_due, t_fresh = Signal(), Signal(), Signal()
+        t_rto = Signal(TIME_BITS)
         m.d.comb += st_timer.addr.eq(tq)
-        t_rto = rto_of(st_timer.data)
+        t_running = Array(una)[tq] != Array(nxt)[tq]
+        tq_rto = rto_of(st_timer.data)
+        m.d.sync += [
+            tq.eq(Mux(tq == Q - 1, 0, tq + 1)), t_q.eq(tq), t_busy.eq(t_running),
+            t_due.eq(t_running & ((self.now - Array(tstart)[tq])[:TIME_BITS] >= tq_rto)),
+            t_rto.eq(tq_rto), t_fresh.eq(0),     # (IDLE sets t_fresh)
+        ]
         c_rto = Signal(TIME_BITS)             # QP cq's RTO, kept from when its timer fired
         p_out = outstanding(p)
         p_pend = c_pend.bit_select(p[:wb], 1)
@@ -605,13 +631,51 @@ class RetransmitTracker(wiring.Component):
         for q in range(Q):
             with m.If(cw_set & (cq == q)):
                 m.d.sync += cwnd[q].eq(new_cwnd)
+        # SACK_CHECK's window arithmetic, every cycle for the FSM's QP and feedback; kept in
+        # cw_grown and cw_top whatever the state, and used only when SACK_CHECK took the SACK
+        # (cw_set). Within SACK_CHECK's branch, the branch's condition (the SACK's validity)
+        # was a term of every bit the arithmetic produced.
+        sample = Signal(TIME_BITS)            # the RTT sample, from the echoed timestamp
+        m.d.comb += sample.eq(self.now - f_ts)
+        # NSCC: ECN (m = SKIP_ONCE) and the RTT against the target.
+        ecn = f_m == wire.SackMark.SKIP_ONCE
+        below = sample < self.target_rtt
+        # The packet that triggered this SACK left at or after the last cut.
+        after_cut = (c_nxt - f_trig)[:PSN_BITS] <= (c_nxt - row.cut_psn)[:PSN_BITS]
+        may_cut = ~row.cutting | after_cut
+        cut = Signal()      # this SACK takes the multiplicative decrease
+        m.d.comb += cut.eq(ecn & ~below & may_cut)
+        c_cwnd = Array(cwnd)[cq]
+        grown = Signal(CWND_BITS + 2)
+        with m.If(~ecn & below):
+            m.d.comb += grown.eq(
+                c_cwnd + (((self.target_rtt - sample)[:TIME_BITS] * self.cc_gain) >> 4))
+        with m.Elif(~ecn):
+            m.d.comb += grown.eq(c_cwnd + self.cc_fair)
+        with m.Elif(cut):
+            m.d.comb += grown.eq(c_cwnd - (c_cwnd >> self.cc_md))
+        with m.Else():
+            m.d.comb += grown.eq(c_cwnd)
+        # The receiver's share (receiver_share): a product, not a divider.
+        share = Signal(CWND_BITS)
+        m.d.comb += share.eq((self.rcv_wnd * recip_rd.data) >> RECIPROCAL_SHIFT)
+        cw_ceiling = Signal(CWND_BITS)
+        with m.If((self.rcv_wnd != 0) & (f_pen >= 2) & (share < self.cwnd_max)):
+            m.d.comb += cw_ceiling.eq(share)
+        with m.Else():
+            m.d.comb += cw_ceiling.eq(self.cwnd_max)
+        m.d.sync += [cw_grown.eq(grown), cw_top.eq(cw_ceiling)]
+
         with m.FSM():
             with m.State("IDLE"):
-                t_una, t_nxt = Array(una)[tq], Array(nxt)[tq]
+                t_una, t_nxt = Array(una)[t_q], Array(nxt)[t_q]
                 m.d.comb += self.init.ready.eq(1)
+                m.d.sync += t_fresh.eq(~self.init.valid)
                 with m.If(self.init.valid):
                     iq = self.init.payload.qp
-                    m.d.sync += init_cw.eq(1)
+                    # (a packet passing the gate as its QP starts was queued before: it is not
+                    # recorded as sent, so its bytes must not count)
+                    m.d.sync += [init_cw.eq(1), tk.eq(self.gate_take & (self.gate_qp != iq))]
                     with m.If(res_q == iq):
                         m.d.sync += res_on.eq(0)
                     m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_ack_clr.eq(~0),
@@ -630,6 +694,8 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += [
                         cq.eq(fb.qp), f_cack.eq(seth.cack_psn), f_off.eq(seth.sack_offset),
                         f_bits.eq(seth.sack_bitmap), f_m.eq(seth.m),
+                        f_top.eq(last_set(m, seth.sack_bitmap, "sack_top")),
+                        f_any.eq(seth.sack_bitmap.any()),
                         # the offset is two's complement: a duplicate below cack triggers too
                         f_trig.eq(seth.cack_psn + seth.ack_psn_offset.as_signed()),
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
@@ -651,21 +717,18 @@ class RetransmitTracker(wiring.Component):
                         m.next = "SACK_CHECK"
                     with m.Else():
                         m.next = "NACK_CHECK"
-                with m.Elif(off & (t_una != t_nxt)):
+                with m.Elif(off & t_busy & t_fresh):
                     # Nothing to wait for: acknowledge what was sent.
-                    m.d.comb += cq_next.eq(tq)
-                    m.d.sync += [cq.eq(tq), f_cack.eq(t_nxt)]
+                    m.d.comb += cq_next.eq(t_q)
+                    m.d.sync += [cq.eq(t_q), f_cack.eq(t_nxt)]
                     m.next = "WALK_RD"
-                with m.Elif(~off & (t_una != t_nxt)
-                            & ((self.now - Array(tstart)[tq])[:TIME_BITS] >= t_rto)):
-                    m.d.comb += [f_q.eq(tq), f_pend_clr.eq(~0), cq_next.eq(tq)]
-                    m.d.sync += [cq.eq(tq), p.eq(t_una), cause.eq(_Cause.TIMEOUT),
+                with m.Elif(~off & t_due & t_fresh):
+                    m.d.comb += cq_next.eq(t_q)
+                    m.d.sync += [cq.eq(t_q), p.eq(t_una), cause.eq(_Cause.TIMEOUT),
                                  scan_end.eq(t_nxt), c_rto.eq(t_rto)]
-                    with m.If(res_q == tq):
+                    with m.If(res_q == t_q):
                         m.d.sync += res_on.eq(0)
                     m.next = "TO_FIND"
-                with m.Else():
-                    m.d.sync += tq.eq(Mux(tq == Q - 1, 0, tq + 1))
 
             # ---- a probe's answer: its EV is GOOD again ----------------------------------------
             with m.State("PROBE_ANSWER"):
@@ -696,10 +759,6 @@ class RetransmitTracker(wiring.Component):
                 dc = Signal(PSN_BITS)
                 span = Signal(PSN_BITS)
                 m.d.comb += [dc.eq(f_cack - c_una), span.eq(c_nxt - f_cack)]
-                top_bit = Signal(range(SACK_BITS))
-                for i in range(SACK_BITS):
-                    with m.If(f_bits[i]):
-                        m.d.comb += top_bit.eq(i)
                 base = Signal(PSN_BITS)
                 m.d.comb += base.eq(f_cack + f_off)
                 with m.If(dc > inflight):
@@ -708,51 +767,19 @@ class RetransmitTracker(wiring.Component):
                     with m.Else():
                         count("invalid")
                     m.next = "IDLE"
-                with m.Elif(f_bits.any() & ((f_off + top_bit) >= span)):
+                with m.Elif(f_any & ((f_off + f_top) >= span)):
                     count("invalid")           # claims a PSN never sent
                     m.next = "IDLE"
                 with m.Elif((f_off == 0) & f_bits[0] & (f_cack != c_nxt)):
                     count("invalid")           # says cack both missing and arrived
                     m.next = "IDLE"
                 with m.Else():
-                    # RTT sample from the echoed timestamp.
-                    sample = Signal(TIME_BITS)
                     err = Signal(signed(TIME_BITS + 1))
                     mag = Signal(TIME_BITS + 1)
-                    m.d.sync += f_rtt.eq(sample)
-                    m.d.comb += [sample.eq(self.now - f_ts),
-                                 err.eq(sgn(sample, TIME_BITS + 1)
+                    m.d.sync += [f_rtt.eq(sample), cw_set.eq(1)]
+                    m.d.comb += [err.eq(sgn(sample, TIME_BITS + 1)
                                         - sgn(row.srtt, TIME_BITS + 1)),
                                  mag.eq(Mux(err < 0, -err, err))]
-                    # NSCC: ECN (m = SKIP_ONCE) and the RTT against the target.
-                    ecn = f_m == wire.SackMark.SKIP_ONCE
-                    below = sample < self.target_rtt
-                    # The packet that triggered this SACK left at or after the last cut.
-                    after_cut = ((c_nxt - f_trig)[:PSN_BITS]
-                                 <= (c_nxt - row.cut_psn)[:PSN_BITS])
-                    may_cut = ~row.cutting | after_cut
-                    cut = Signal()      # this SACK takes the multiplicative decrease
-                    m.d.comb += cut.eq(ecn & ~below & may_cut)
-                    c_cwnd = Array(cwnd)[cq]
-                    grown = Signal(CWND_BITS + 2)
-                    with m.If(~ecn & below):
-                        m.d.comb += grown.eq(
-                            c_cwnd + (((self.target_rtt - sample)[:TIME_BITS] * self.cc_gain) >> 4))
-                    with m.Elif(~ecn):
-                        m.d.comb += grown.eq(c_cwnd + self.cc_fair)
-                    with m.Elif(cut):
-                        m.d.comb += grown.eq(c_cwnd - (c_cwnd >> self.cc_md))
-                    with m.Else():
-                        m.d.comb += grown.eq(c_cwnd)
-                    # The receiver's share (receiver_share): a product, not a divider.
-                    share = Signal(CWND_BITS)
-                    m.d.comb += share.eq((self.rcv_wnd * recip_rd.data) >> RECIPROCAL_SHIFT)
-                    top = Signal(CWND_BITS)
-                    with m.If((self.rcv_wnd != 0) & (f_pen >= 2) & (share < self.cwnd_max)):
-                        m.d.comb += top.eq(share)
-                    with m.Else():
-                        m.d.comb += top.eq(self.cwnd_max)
-                    m.d.sync += [cw_set.eq(1), cw_grown.eq(grown), cw_top.eq(top)]
                     # The QP's new RTT estimates and RACK time, into its row.
                     c_rttvar = row.rttvar
                     new_srtt, new_rttvar = Signal(TIME_BITS), Signal(TIME_BITS)
@@ -786,7 +813,7 @@ class RetransmitTracker(wiring.Component):
                     # size.)
                     m.d.sync += pipe_base.eq(base)
                     top = Signal(PSN_BITS)
-                    m.d.comb += top.eq(Mux(f_bits.any(), base + top_bit + 1, f_cack))
+                    m.d.comb += top.eq(Mux(f_any, base + f_top + 1, f_cack))
                     with m.If((top - c_una)[:PSN_BITS] > hd):
                         m.d.comb += st_new.high.eq(top)
                     m.d.sync += cause.eq(_Cause.SACK)
@@ -1046,7 +1073,9 @@ class RetransmitTracker(wiring.Component):
 
             # ---- no progress for an RTO: the oldest outstanding packet goes again ----------
             with m.State("TO_FIND"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                # (what was resent is to be resent again: the QP's pend bits clear here, not
+                # as the timer fires, which kept the window bits' address off the timer's path)
+                m.d.comb += [rd.addr.eq(slot(cq, p)), f_pend_clr.eq(~0)]
                 with m.If(p == c_nxt):
                     for q in range(Q):
                         with m.If(cq == q):
