@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from .front_drop import FrontDrop
 from .host_memory import ADDR_BITS, LENGTH_BITS, MemReadPort, MemWritePort
 from .prefix_inserter import PrefixInserter
-from .stream import check_width, keep_mask
+from .stream import RegSlice, check_width, keep_mask
 
 __all__ = ["OnChipMemory"]
 
@@ -72,7 +72,12 @@ class OnChipMemory(wiring.Component):
     def _reads(self, m, L, lb, depth, rport):
         """Read: fetch the words the bytes span, then drop the bytes before the first."""
         m.submodules.drop = drop = FrontDrop(self._width, max_bytes=L - 1, unit=1)
-        req, rsp = self.rd.req, self.rd.data
+        # The answer leaves through a register (both ways): from the word read through the
+        # drop into the reader's payload path (on a board, the TX pipeline's builder and ICRC)
+        # was one path, the core clock's longest.
+        m.submodules.rd_out = out = RegSlice(self.rd.data.payload.shape())
+        wiring.connect(m, out.o, wiring.flipped(self.rd.data))
+        req, rsp = self.rd.req, out.i
         tag = Signal.like(req.payload.tag)
         off = Signal(lb)                       # the first byte's lane in its word
         word = Signal(range(depth))            # the next word to fetch
