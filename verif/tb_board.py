@@ -196,8 +196,13 @@ async def a_host_drives_the_board_through_its_management_port(dut):
         return {name: regs4.read(f"mgmt.{name}") for name in regmap.MGMT_COUNTERS}
     seen = await run_beside(dut, wires, identify)
     assert seen["arp_replies"] >= 1 and seen["nd_replies"] >= 1, seen
-    # five requests, and the four counters read before this one
-    assert seen["executed"] == 9 and seen["replayed"] == seen["missed"] == 0, seen
+    # Five requests, and the four counters read before this one, each carried out once. The
+    # clients' timeout is wall-clock time, and a loaded machine simulates slowly: a request may
+    # go again before its reply comes, and is then answered from that reply or missed, never
+    # carried out again; the board answers or misses no request that was not sent again.
+    sent_again = c4.retransmitted + c6.retransmitted
+    assert seen["executed"] == 9, seen
+    assert seen["replayed"] + seen["missed"] <= sent_again, (seen, sent_again)
 
     def pattern_run():
         """The writer fills a region, the checker finds it whole; a byte changed through the
@@ -226,18 +231,23 @@ async def a_host_drives_the_board_through_its_management_port(dut):
         """A reply lost: the client sends the request again and the board answers from the
         reply it had. A request doubled on the wire: carried out once."""
         before = {name: regs4.read(f"mgmt.{name}") for name in ("replayed",)}
+        r4, r6 = c4.retransmitted, c6.retransmitted
         link.lose = 1
         regs4.write("gen.length", 0)
         regs4.command("gen.start", 1)          # done at once: a region of no bytes
-        assert c4.retransmitted == 1 and link.lost == 1
+        assert c4.retransmitted - r4 >= 1 and link.lost == 1
         link.double = 1
         regs6.write("global.scratch", 0x5A5A)
         assert regs6.read("global.scratch") == 0x5A5A
         after = {name: regs4.read(f"mgmt.{name}") for name in ("replayed",)}
-        return before, after
-    before, after = await run_beside(dut, wires, lost_and_doubled)
+        # (sent again for want of time, not for the lost reply: see the first test's note)
+        slow = c4.retransmitted - r4 - 1 + c6.retransmitted - r6
+        return before, after, slow
+    before, after, slow = await run_beside(dut, wires, lost_and_doubled)
     # (how often the command's register was read until it was done varies)
-    assert after["replayed"] - before["replayed"] == 2, (before, after)
+    # The lost reply's request and the doubled one answered from their replies; any sent again
+    # for want of time may be too.
+    assert 2 <= after["replayed"] - before["replayed"] <= 2 + slow, (before, after, slow)
     assert link.doubled == 1 and link.bad_fcs == 0
 
     # The mrcnic CLI, a process of its own in the host's namespace, reads the board's counters.
