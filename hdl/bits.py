@@ -31,13 +31,14 @@ def first_set(m, bits, name="first"):
 
 
 def last_set(m, bits, name="last"):
-    """The index of the highest set bit of ``bits`` (0 when none), as :func:`first_set`'s
-    tree over the bits reversed, not a chain of ``len(bits)`` priority multiplexers."""
+    """(any bit set, the index of the highest set bit: 0 when none) of ``bits``, as
+    :func:`first_set`'s tree over the bits reversed, not a chain of ``len(bits)`` priority
+    multiplexers."""
     found, k = first_set(m, Cat(*(bits[i] for i in reversed(range(len(bits))))),
                          name=f"{name}_reversed")
     at = Signal(range(max(len(bits), 2)), name=name)
     m.d.comb += at.eq(Mux(found, len(bits) - 1 - k, 0))
-    return at
+    return found, at
 
 
 def first_from(m, bits, start, name="first"):

@@ -535,6 +535,7 @@ class RetransmitTracker(wiring.Component):
         # (searched for in SACK_CHECK, it began the core clock's longest path, through the
         # SACK's validity check into the window's arithmetic).
         f_top, f_any = Signal(range(SACK_BITS)), Signal()
+        sack_any, sack_top = last_set(m, seth.sack_bitmap, "sack_top")
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
@@ -693,9 +694,8 @@ class RetransmitTracker(wiring.Component):
                     m.d.comb += [self.feedback.ready.eq(1), cq_next.eq(fb.qp)]
                     m.d.sync += [
                         cq.eq(fb.qp), f_cack.eq(seth.cack_psn), f_off.eq(seth.sack_offset),
-                        f_bits.eq(seth.sack_bitmap), f_m.eq(seth.m),
-                        f_top.eq(last_set(m, seth.sack_bitmap, "sack_top")),
-                        f_any.eq(seth.sack_bitmap.any()),
+                        f_bits.eq(seth.sack_bitmap), f_m.eq(seth.m), f_any.eq(sack_any),
+                        f_top.eq(sack_top),
                         # the offset is two's complement: a duplicate below cack triggers too
                         f_trig.eq(seth.cack_psn + seth.ack_psn_offset.as_signed()),
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),

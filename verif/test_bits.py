@@ -23,18 +23,18 @@ def test_lowest_and_highest_set_bit(width):
     m = Module()
     bits = Signal(width)
     found, low = first_set(m, bits)
-    high = last_set(m, bits)
+    found_high, high = last_set(m, bits)
     sim = Simulator(m)
     wrong = []
 
     async def bench(ctx):
         for v in _values(width):
             ctx.set(bits, v)
-            got = (ctx.get(found), ctx.get(low), ctx.get(high))
+            got = (ctx.get(found), ctx.get(low), ctx.get(found_high), ctx.get(high))
             want = (int(v != 0), (v & -v).bit_length() - 1 if v else 0,
-                    v.bit_length() - 1 if v else 0)
+                    int(v != 0), v.bit_length() - 1 if v else 0)
             if got != want:
-                wrong.append(f"{v:#x}: (found, lowest, highest) {got}, want {want}")
+                wrong.append(f"{v:#x}: (found, lowest, found, highest) {got}, want {want}")
 
     sim.add_testbench(bench)
     sim.run()
