@@ -296,6 +296,12 @@ class RetransmitTracker(wiring.Component):
 
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
+        # What each becomes next cycle: the FSM keeps its own QP's in registers (below).
+        una_d = [Signal(PSN_BITS, name=f"una_d_q{q}") for q in range(Q)]
+        nxt_d = [Signal(PSN_BITS, name=f"nxt_d_q{q}") for q in range(Q)]
+        for q in range(Q):
+            m.d.comb += [una_d[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
+            m.d.sync += [una[q].eq(una_d[q]), nxt[q].eq(nxt_d[q])]
         tstart = [Signal(TIME_BITS, name=f"tstart_q{q}") for q in range(Q)]
         # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
         # (EV and entry in a distributed RAM, a row a QP's kept probe; an answer looks at them
@@ -416,7 +422,7 @@ class RetransmitTracker(wiring.Component):
         ]
         for q in range(Q):
             with m.If(s_new & (s_q == q)):
-                m.d.sync += nxt[q].eq(s_psn + 1)
+                m.d.comb += nxt_d[q].eq(s_psn + 1)
                 with m.If(s_una == s_nxt):          # the first in flight starts the clock
                     m.d.sync += tstart[q].eq(self.now)
 
@@ -429,7 +435,11 @@ class RetransmitTracker(wiring.Component):
                 (probe_live[q] & ~Mux(cq == q, live_clr, 0))
                 | Mux(self.probed.valid & (pb.qp == q), live_set, 0))
         m.d.comb += [st_rd.addr.eq(cq), st_wr.addr.eq(cq)]
-        c_una, c_nxt, c_high = Array(una)[cq], Array(nxt)[cq], row.high
+        # QP cq's una and nxt, in registers loaded with what cq's are to be as cq is chosen
+        # (``cq_next``): selected by cq in the cycle they are used, they began the core
+        # clock's longest path, through the hole tests into the record RAM.
+        c_una, c_nxt, c_high = Signal(PSN_BITS), Signal(PSN_BITS), row.high
+        m.d.sync += [c_una.eq(Array(una_d)[cq_next]), c_nxt.eq(Array(nxt_d)[cq_next])]
         inflight = Signal(PSN_BITS)
         high_d = Signal(PSN_BITS)        # PSNs from una to one past the highest SACKed
         m.d.comb += [inflight.eq(c_nxt - c_una), high_d.eq(c_high - c_una)]
@@ -687,9 +697,9 @@ class RetransmitTracker(wiring.Component):
                                  st_wr.data.high.eq(self.init.payload.psn)]
                     for q in range(Q):
                         with m.If(iq == q):
-                            m.d.sync += [una[q].eq(self.init.payload.psn),
-                                         nxt[q].eq(self.init.payload.psn),
-                                         suspect[q].eq(0), holding[q].eq(0), flight[q].eq(0)]
+                            m.d.comb += [una_d[q].eq(self.init.payload.psn),
+                                         nxt_d[q].eq(self.init.payload.psn)]
+                            m.d.sync += [suspect[q].eq(0), holding[q].eq(0), flight[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += [self.feedback.ready.eq(1), cq_next.eq(fb.qp)]
                     m.d.sync += [
@@ -918,7 +928,8 @@ class RetransmitTracker(wiring.Component):
                                  self.path_event.payload.kind.eq(PathEvent.ACKED)]
                     for q in range(Q):
                         with m.If(cq == q):
-                            m.d.sync += [una[q].eq(c_una + 1), tstart[q].eq(self.now)]
+                            m.d.comb += una_d[q].eq(c_una + 1)
+                            m.d.sync += tstart[q].eq(self.now)
                     m.next = "WALK_RD"
 
             # ---- holes: outstanding packets far enough below the highest SACKed ------------
