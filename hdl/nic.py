@@ -190,7 +190,11 @@ class Nic(wiring.Component):
         # receive side's go out, or to the register completion queue.
         m.submodules.cpl_merge = cpls = RecordMerge(self.cpl.payload.shape(), 2)
         m.submodules.cq = cq = self._cq
-        wiring.connect(m, rel.cpl, cpls.i0)
+        # (the tracker's through a register: the merge's ready answers its valid, and the
+        # tracker's record RAM reads on whether its offer was taken)
+        m.submodules.rel_cpl_slice = rel_cpl = RegSlice(rel.cpl.payload.shape())
+        wiring.connect(m, rel.cpl, rel_cpl.i)
+        wiring.connect(m, rel_cpl.o, cpls.i0)
         wiring.connect(m, tx.cpl, cpls.i1)
         wiring.connect(m, cpls.o, cq.send)
         wiring.connect(m, cq.send_out, flip(self.cpl))

@@ -80,7 +80,8 @@ class SprayScheduler(wiring.Component):
         (none of them replaced by a spare), unless that would leave the QP no GOOD EV and no
         spare: then only the entry named goes, under the rule below.
     hold : In(ArrayLayout(paths, qps))
-        Element q: the paths (bit ``EvLayout.path(ev)``) QP ``q`` should not spray on now.
+        Element q: the paths (bit ``EvLayout.path(ev)``) QP ``q`` should not spray on now,
+        from the cycle after it is given.
     ignored : Out(1), an event (:attr:`events`)
         Updates and loads refused: DENIED without management, a change to a DENIED EV without
         it, ASSUMED_BAD without management for a QP's last GOOD EV when no spare can replace
@@ -195,6 +196,17 @@ class SprayScheduler(wiring.Component):
         # Each entry's path (EvLayout.path of its EV), kept beside its health so a pick can
         # pass over a held path's entries in the same cycle.
         paths = [Signal(data.ArrayLayout(range(NP), E), name=f"paths_q{q}") for q in range(Q)]
+        paths_d = [Signal(data.ArrayLayout(range(NP), E), name=f"paths_d_q{q}") for q in range(Q)]
+        for q in range(Q):
+            m.d.comb += paths_d[q].eq(paths[q])
+            m.d.sync += paths[q].eq(paths_d[q])
+        # Each QP's entries on a path it holds, in a register: looking up each entry's path in
+        # the requesting QP's hold in the pick's cycle began the core clock's longest path. A
+        # hold thus acts a cycle after it is given; an entry's new path acts as it is written.
+        held = [Signal(E, name=f"held_q{q}") for q in range(Q)]
+        for q in range(Q):
+            m.d.sync += held[q].eq(Cat(*[self.hold[q].bit_select(paths_d[q][i], 1)
+                                         for i in range(E)]))
 
         def named(value, name):
             """``value`` as a signal. An expression sliced bit by bit converts once per bit;
@@ -208,7 +220,7 @@ class SprayScheduler(wiring.Component):
 
         def set_path(q, one, path):
             """The entry of ``one`` (:func:`onehot`) of QP ``q`` is on ``path``."""
-            m.d.sync += paths[q].eq(Cat(*[Mux(one[i], path, paths[q][i]) for i in range(E)]))
+            m.d.comb += paths_d[q].eq(Cat(*[Mux(one[i], path, paths[q][i]) for i in range(E)]))
         peer_up = [Signal(P, name=f"peer_up_q{q}", init=(1 << P) - 1) for q in range(Q)]
         with m.If(self.peer.valid):
             for q in range(Q):
@@ -325,16 +337,13 @@ class SprayScheduler(wiring.Component):
                           for p in range(P)]) & port_ready).any()
 
         # The QP's entries on a held path wait, if a ready plane has another.
-        cur_paths = Signal(data.ArrayLayout(range(NP), E))
+        cur_held = Signal(E)
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
-                    m.d.comb += cur_paths.eq(paths[q])
-        held_paths = Signal(NP)
-        m.d.comb += held_paths.eq(self.hold[qp])
+                    m.d.comb += cur_held.eq(held[q])
         free = Signal(E)
-        m.d.comb += free.eq(open_now & ~Cat(*[held_paths.bit_select(cur_paths[i], 1)
-                                              for i in range(E)]))
+        m.d.comb += free.eq(open_now & ~cur_held)
         # (per plane, so a plane whose open EVs are all on held paths keeps its turn)
         base = plane_wise(free, open_now, "base")
         # A retry leaves out the entry that lost the packet, if a ready plane has another.
