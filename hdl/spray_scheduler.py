@@ -43,8 +43,9 @@ class SprayScheduler(wiring.Component):
     drawn afresh for every packet among the eligible ones, with no turns and no rounds: what
     was picked before changes nothing.
 
-    One decision a cycle: a request accepted at cycle t leaves as a grant at t + 2. A state
-    change accepted at cycle t applies to every request accepted from t on.
+    One decision a cycle: a request accepted at cycle t leaves as a grant at t + 3 (the pick
+    takes two cycles), and a request for the QP of the one accepted at t - 1 is not accepted
+    at t. A state change accepted at cycle t applies to every request accepted from t on.
 
     Parameters
     ----------
@@ -285,12 +286,24 @@ class SprayScheduler(wiring.Component):
         lfsr = Signal(16, init=0xACE1)
         m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
 
-        # ---- stage 1: pick (request accepted this cycle) ----------------------------------
-        s2_valid = Signal()
+        # ---- stage 1: the request's eligible EVs (request accepted this cycle) -------------
+        # The pick takes two cycles: this one narrows the QP's entries down to those each
+        # plane may use, the next chooses among them and moves the QP's turn and round on. (In
+        # one cycle, request to round, it was the core clock's longest path.) A request for
+        # the QP whose pick is in the second stage waits a cycle, so each sees the last's turn.
+        sb_valid = Signal()                   # stage 2: the pick
+        sb_qp = Signal(range(Q))
+        sb_probe, sb_entry = Signal(), Signal(range(E))
+        sb_bits = [Signal(E // P, name=f"sb_plane{p}_bits") for p in range(P)]
+        sb_usable, sb_renew = Signal(P), Signal(P)
+        sb_turn = Signal(range(P))
+        sb_start = Signal(range(E // P))
+        s2_valid = Signal()                   # stage 3: the grant
         s2_qp = Signal(range(Q))
         s2_index = Signal(range(E))
         s2_plane = Signal(range(P))
         stall = s2_valid & ~self.grant.ready
+        sb_held = sb_valid & stall            # the pick cannot move on this cycle
 
         qp = self.request.payload.qp
         ready_now = ready_for(qp)
@@ -371,23 +384,15 @@ class SprayScheduler(wiring.Component):
             Cat(*[good_now[i] for i in range(p, E, P)]).any() for p in range(P)])
             & port_ready).any())
 
-        # Plane: the first usable one from the QP's turn onwards (RANDOM: from a drawn one,
-        # with bits of the generator the EV's start does not use).
+        # The plane's turn (RANDOM: a drawn one, with bits of the generator the EV's start does
+        # not use), and the EV's pseudo-random start within the plane, drawn over the slots the
+        # QP's profile uses on a plane, not over the whole plane: from a start in the unused
+        # slots the search would always land on slot 0.
         cur_turn = Signal(range(P))
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
                     m.d.comb += cur_turn.eq(Mux(rounds, turn[q], lfsr[8:8 + len(cur_turn)]))
-        plane = first_from(m, usable, cur_turn, "plane")
-
-        # EV within the plane: the first eligible one from a pseudo-random start.
-        bits = Signal(per_plane)
-        with m.Switch(plane):
-            for p in range(P):
-                with m.Case(p):
-                    m.d.comb += bits.eq(plane_bits[p])
-        # The start is drawn over the slots the QP's profile uses on a plane, not over the whole
-        # plane: from a start in the unused slots the search would always land on slot 0.
         kbits = max(1, (per_plane - 1).bit_length())
         cur_size = Signal(range(E + 1))
         with m.Switch(qp):
@@ -398,27 +403,48 @@ class SprayScheduler(wiring.Component):
         m.d.comb += slots.eq((cur_size + P - 1) >> (P - 1).bit_length())
         start = Signal(range(per_plane))
         m.d.comb += start.eq((lfsr[:kbits] * slots) >> kbits if per_plane > 1 else 0)
-        slot = first_from(m, bits, start, "slot")
-        index = Signal(range(E))
-        m.d.comb += index.eq(slot * P + plane if P > 1 else slot)
 
         # A probe takes exactly its entry, on that entry's plane, once that plane is ready.
         probe = self.request.payload.probe
         entry = self.request.payload.entry
         entry_plane = entry[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        can_pick = Mux(probe, ready_now.bit_select(entry_plane, 1), usable.any())
+        follows = sb_valid & (sb_qp == qp)    # the QP's last pick is still in stage 2
+        takes = ~sb_held & ~follows
+        m.d.comb += self.request.ready.eq(takes & can_pick)
+        accepted = self.request.valid & self.request.ready
+        with m.If(~sb_held):
+            m.d.sync += sb_valid.eq(accepted)
+        with m.If(accepted):
+            m.d.sync += [sb_qp.eq(qp), sb_probe.eq(probe), sb_entry.eq(entry),
+                         *[sb_bits[p].eq(plane_bits[p]) for p in range(P)],
+                         sb_usable.eq(usable), sb_renew.eq(renew), sb_turn.eq(cur_turn),
+                         sb_start.eq(start)]
+
+        # ---- stage 2: the pick ---------------------------------------------------------------
+        # Plane: the first usable one from the QP's turn onwards; EV within the plane: the
+        # first eligible one from the start.
+        plane = first_from(m, sb_usable, sb_turn, "plane")
+        bits = Signal(per_plane)
+        with m.Switch(plane):
+            for p in range(P):
+                with m.Case(p):
+                    m.d.comb += bits.eq(sb_bits[p])
+        slot = first_from(m, bits, sb_start, "slot")
+        index = Signal(range(E))
+        m.d.comb += index.eq(slot * P + plane if P > 1 else slot)
+        sb_entry_plane = sb_entry[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
         pick_index = Signal(range(E))
         pick_plane = Signal(range(P))
-        m.d.comb += [pick_index.eq(Mux(probe, entry, index)),
-                     pick_plane.eq(Mux(probe, entry_plane, plane))]
-        can_pick = Mux(probe, ready_now.bit_select(entry_plane, 1), usable.any())
-        m.d.comb += self.request.ready.eq(~stall & can_pick)
+        m.d.comb += [pick_index.eq(Mux(sb_probe, sb_entry, index)),
+                     pick_plane.eq(Mux(sb_probe, sb_entry_plane, plane))]
         ev_rd = ev_mem.read_port(transparent_for=())
-        m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(qp * E + pick_index)]
-
+        m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(sb_qp * E + pick_index)]
+        moves = sb_valid & ~stall
         with m.If(~stall):
-            m.d.sync += s2_valid.eq(self.request.valid & can_pick)
-        with m.If(self.request.valid & self.request.ready):
-            m.d.sync += [s2_qp.eq(qp), s2_index.eq(pick_index), s2_plane.eq(pick_plane)]
+            m.d.sync += s2_valid.eq(sb_valid)
+        with m.If(moves):
+            m.d.sync += [s2_qp.eq(sb_qp), s2_index.eq(pick_index), s2_plane.eq(pick_plane)]
 
         m.d.comb += [
             self.grant.valid.eq(s2_valid),
@@ -429,7 +455,7 @@ class SprayScheduler(wiring.Component):
         ]
 
         # ---- per-QP turn, rotation and SKIP expiry on each grant picked ------------------
-        picked = self.request.valid & self.request.ready & ~probe
+        picked = moves & ~sb_probe
         picked_one = onehot(index, "picked_one")
 
         def end_rotation(q):
@@ -444,15 +470,15 @@ class SprayScheduler(wiring.Component):
                 m.d.sync += period[q].eq(period[q] + 1)
 
         for q in range(Q):
-            with m.If(self.request.valid & ~probe & ~stall & only_skipped & (qp == q)):
+            with m.If(self.request.valid & ~probe & takes & only_skipped & (qp == q)):
                 end_rotation(q)
-            with m.If(picked & (qp == q)):
+            with m.If(picked & (sb_qp == q)):
                 m.d.sync += turn[q].eq(plane + 1 if P > 1 else 0)
                 with m.Switch(plane):
                     for p in range(P):
                         with m.Case(p):
                             others = used[q] & ~Const(sum(1 << i for i in range(p, E, P)), E)
-                            m.d.comb += after["used"][q].eq(Mux(renew[p], others, used[q])
+                            m.d.comb += after["used"][q].eq(Mux(sb_renew[p], others, used[q])
                                                             | picked_one)
                 with m.If(grants[q] + 1 >= size[q]):
                     end_rotation(q)
