@@ -161,6 +161,10 @@ class SprayScheduler(wiring.Component):
         m = Module()
         Q, E, P, B = self._qps, self._evs, self._planes, self._backups
         per_plane = E // P
+
+        def plane_of(index):
+            """The plane of profile entry ``index`` (``index % P``)."""
+            return index[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
         lay = self._layout
         NP = lay.paths
 
@@ -294,10 +298,10 @@ class SprayScheduler(wiring.Component):
         sb_valid = Signal()                   # stage 2: the pick
         sb_qp = Signal(range(Q))
         sb_probe, sb_entry = Signal(), Signal(range(E))
-        sb_bits = [Signal(E // P, name=f"sb_plane{p}_bits") for p in range(P)]
+        sb_bits = [Signal(per_plane, name=f"sb_plane{p}_bits") for p in range(P)]
         sb_usable, sb_renew = Signal(P), Signal(P)
         sb_turn = Signal(range(P))
-        sb_start = Signal(range(E // P))
+        sb_start = Signal(range(per_plane))
         s2_valid = Signal()                   # stage 3: the grant
         s2_qp = Signal(range(Q))
         s2_index = Signal(range(E))
@@ -407,7 +411,7 @@ class SprayScheduler(wiring.Component):
         # A probe takes exactly its entry, on that entry's plane, once that plane is ready.
         probe = self.request.payload.probe
         entry = self.request.payload.entry
-        entry_plane = entry[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        entry_plane = plane_of(entry)
         can_pick = Mux(probe, ready_now.bit_select(entry_plane, 1), usable.any())
         follows = sb_valid & (sb_qp == qp)    # the QP's last pick is still in stage 2
         takes = ~sb_held & ~follows
@@ -433,11 +437,10 @@ class SprayScheduler(wiring.Component):
         slot = first_from(m, bits, sb_start, "slot")
         index = Signal(range(E))
         m.d.comb += index.eq(slot * P + plane if P > 1 else slot)
-        sb_entry_plane = sb_entry[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
         pick_index = Signal(range(E))
         pick_plane = Signal(range(P))
         m.d.comb += [pick_index.eq(Mux(sb_probe, sb_entry, index)),
-                     pick_plane.eq(Mux(sb_probe, sb_entry_plane, plane))]
+                     pick_plane.eq(Mux(sb_probe, plane_of(sb_entry), plane))]
         ev_rd = ev_mem.read_port(transparent_for=())
         m.d.comb += [ev_rd.en.eq(~stall), ev_rd.addr.eq(sb_qp * E + pick_index)]
         moves = sb_valid & ~stall
@@ -489,12 +492,12 @@ class SprayScheduler(wiring.Component):
         ev_wr = ev_mem.write_port()
         spare_wr = spare_mem.write_port()
         ld = self.load.payload
-        ld_plane = ld.index[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        ld_plane = plane_of(ld.index)
         ld_one = onehot(ld.index, "ld_one")
 
         # ---- updates (two cycles when a spare must be fetched) ---------------------------
         up = self.update.payload
-        up_plane = up.index[:max(1, (P - 1).bit_length())] if P > 1 else Const(0)
+        up_plane = plane_of(up.index)
         up_one = onehot(up.index, "up_one")
         spare_rd = spare_mem.read_port(transparent_for=())
         # Replacing an ASSUMED_BAD EV by a spare: the update cycle takes the EV out of use and
