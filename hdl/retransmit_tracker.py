@@ -273,13 +273,10 @@ class RetransmitTracker(wiring.Component):
         # The record being offered on a stream is held until taken: a ``sent`` may rewrite its
         # slot (the read port is transparent), and a payload must not change under valid. The
         # read port holds it: it reads nothing more while the offer waits (a copy in flip-flops
-        # and a multiplexer in front of the RAM did the same for 500 LUT4s more).
+        # and a multiplexer in front of the RAM did the same for 500 LUT4s more). Its enable is
+        # at the end, from the FSM's state.
         rec = Signal(rec_layout)     # (a signal: each field read of an expression converts it again)
         m.d.comb += rec.eq(rd.data)
-        offering = self.retransmit.valid | self.ev_update.valid | self.cpl.valid
-        taken = ((self.retransmit.valid & self.retransmit.ready)
-                 | (self.ev_update.valid & self.ev_update.ready) | (self.cpl.valid & self.cpl.ready))
-        m.d.comb += rd.en.eq(~offering | taken)
 
         def slot(qp, psn):
             return Cat(psn[:wb], qp)
@@ -356,10 +353,14 @@ class RetransmitTracker(wiring.Component):
             "cutting": 1, "last_rtt": TIME_BITS})
         m.submodules.qp_state = st_mem = Memory(shape=qp_row, depth=1 << qb, init=[])
         st_wr = st_mem.write_port()
-        st_rd = st_mem.read_port(domain="comb")          # QP cq's
+        st_rd = st_mem.read_port(domain="comb")          # QP cq_next's (below)
         st_timer = st_mem.read_port(domain="comb")       # the timer's QP's
         st_view = st_mem.read_port(domain="comb")        # the host's
-        row = st_rd.data
+        # QP cq's row, in a register loaded with what cq's is to be as cq is chosen: this
+        # cycle's write where it is to that QP, else the RAM's. (Read by cq in the cycle it is
+        # used, the RAM began the core clock's longest path, through the hole tests.)
+        row_next, row = Signal(qp_row), Signal(qp_row)
+        m.d.sync += row.eq(row_next)
         st_new = Signal(qp_row)
         m.d.comb += [st_new.eq(row), st_wr.en.eq(1), st_wr.data.eq(st_new)]
 
@@ -434,17 +435,20 @@ class RetransmitTracker(wiring.Component):
             m.d.sync += probe_live[q].eq(
                 (probe_live[q] & ~Mux(cq == q, live_clr, 0))
                 | Mux(self.probed.valid & (pb.qp == q), live_set, 0))
-        m.d.comb += [st_rd.addr.eq(cq), st_wr.addr.eq(cq)]
-        # QP cq's una and nxt, in registers loaded with what cq's are to be as cq is chosen
-        # (``cq_next``): selected by cq in the cycle they are used, they began the core
-        # clock's longest path, through the hole tests into the record RAM.
+        m.d.comb += [st_rd.addr.eq(cq_next), st_wr.addr.eq(cq),
+                     row_next.eq(Mux(st_wr.addr == cq_next, st_wr.data, st_rd.data))]
+        # QP cq's una and nxt, and what the hole tests take from them and the row, in registers
+        # loaded the same way (from ``cq_next``'s next values): selected by cq in the cycle they
+        # are used, they began the core clock's longest path, into the record RAM.
+        una_n, nxt_n = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [una_n.eq(Array(una_d)[cq_next]), nxt_n.eq(Array(nxt_d)[cq_next])]
         c_una, c_nxt, c_high = Signal(PSN_BITS), Signal(PSN_BITS), row.high
-        m.d.sync += [c_una.eq(Array(una_d)[cq_next]), c_nxt.eq(Array(nxt_d)[cq_next])]
+        m.d.sync += [c_una.eq(una_n), c_nxt.eq(nxt_n)]
         inflight = Signal(PSN_BITS)
-        high_d = Signal(PSN_BITS)        # PSNs from una to one past the highest SACKed
-        m.d.comb += [inflight.eq(c_nxt - c_una), high_d.eq(c_high - c_una)]
-        hd = Signal(PSN_BITS)
-        m.d.comb += hd.eq(Mux(high_d > inflight, 0, high_d))
+        hd = Signal(PSN_BITS)            # PSNs from una to one past the highest SACKed
+        inflight_n, high_n = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [inflight_n.eq(nxt_n - una_n), high_n.eq(row_next.high - una_n)]
+        m.d.sync += [inflight.eq(inflight_n), hd.eq(Mux(high_n > inflight_n, 0, high_n))]
 
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
@@ -677,7 +681,7 @@ class RetransmitTracker(wiring.Component):
             m.d.comb += cw_ceiling.eq(self.cwnd_max)
         m.d.sync += [cw_grown.eq(grown), cw_top.eq(cw_ceiling)]
 
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 t_una, t_nxt = Array(una)[t_q], Array(nxt)[t_q]
                 m.d.comb += self.init.ready.eq(1)
@@ -1122,4 +1126,18 @@ class RetransmitTracker(wiring.Component):
                     m.next = "IDLE"
                     with m.If(gbn):
                         m.next = "SCAN"
+
+        # The record RAM reads unless the FSM is in a state that may offer on a stream and the
+        # stream is not ready: both are registers (the readies are the streams' slices').
+        # Whether an offer is made (the hole tests) was the core clock's longest path, through
+        # this enable to every bit of the RAM's output. Such a state that made no offer keeps
+        # the record a cycle longer, as a waiting offer does; only SCAN_RTX after SCAN_EV and
+        # NACK_RTX after NACK_EV use a record read before, and it is of the same slot.
+        def waits(stream, *states):
+            return Cat(fsm.ongoing(s) for s in states).any() & ~stream.ready
+        m.d.comb += rd.en.eq(~(
+            waits(self.retransmit, "SCAN_RTX", "NACK_RTX", "TO_RTX")
+            | waits(self.ev_update, "PROBE_ANSWER", "SACK_EV", "HOLD_CHECK", "SCAN_EV",
+                    "NACK_EV", "TO_EV")
+            | waits(self.cpl, "WALK_USE")))
         return m
