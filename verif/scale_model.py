@@ -228,6 +228,9 @@ class FatTreeRun:
     #: NSCC's rel.cc_fair and rel.cc_md for this fabric (others than FATTREE_CC: a what-if)
     cc_fair: int = FATTREE_CC["cc_fair"]
     cc_md: int = FATTREE_CC["cc_md"]
+    #: NSCC's target delay (rel.target_rtt), in base RTTs: 1.5 by the RTL scenarios' rule, other
+    #: values a what-if
+    target_rtt: float = 1.5
     #: a bound, not a NIC: every write leaves out of its profile the EVs whose path crosses a
     #: degraded link, as if it knew the fabric (what choosing EVs could buy at best)
     avoid_slow: bool = False
@@ -254,6 +257,8 @@ class FatTreeRun:
                                            f"window's top), not {self.cwnd_bdp}"),
                   (isinstance(self.cc_fair, int) and 0 <= self.cc_fair <= _FAIR_TOP,
                    f"cc_fair is 0 .. {_FAIR_TOP} bytes (rel.cc_fair), not {self.cc_fair!r}"),
+                  (1 <= self.target_rtt <= 8, f"target_rtt is 1 .. 8 base RTTs, not "
+                                              f"{self.target_rtt}"),
                   (isinstance(self.cc_md, int) and 1 <= self.cc_md <= _MD_TOP,
                    f"cc_md is 1 .. {_MD_TOP} (rel.cc_md), not {self.cc_md!r}"),
                   (self.gbps > 0 and self.hop_ns >= 0, "a link's rate is above 0 and its "
@@ -268,7 +273,7 @@ class FatTreeRun:
     def as_is(self) -> FatTreeRun:
         """This run with none of its what-ifs: the NIC, and its first window, as they are."""
         return replace(self, recycle=0, trim_rounds=NicConfig.trim_rounds, mark_rounds=1,
-                       cwnd_bdp=1.0, avoid_slow=False, **FATTREE_CC)
+                       cwnd_bdp=1.0, target_rtt=1.5, avoid_slow=False, **FATTREE_CC)
 
     def whatif(self) -> str:
         """The what-ifs this run makes, in words ("": the NIC as it is)."""
@@ -280,6 +285,7 @@ class FatTreeRun:
             (f"a first window of {self.cwnd_bdp:g} BDP", "cwnd_bdp"),
             (f"rel.cc_fair {self.cc_fair}", "cc_fair"),
             (f"rel.cc_md {self.cc_md}", "cc_md"),
+            (f"NSCC's target {self.target_rtt:g} base RTTs", "target_rtt"),
             ("EVs through a slow link left out (a bound)", "avoid_slow"))
             if getattr(self, name) != getattr(base, name))
 
@@ -300,7 +306,7 @@ def _fattree_config(r: FatTreeRun) -> NicConfig:
     rtt_ns = r.net_rtt_ns(cfg) + 2 * cfg.nic_delay_ns
     rtt = round(rtt_ns / cfg.clock_ns)
     bdp = round(r.gbps * rtt_ns / 8)
-    cc = dict(target_rtt=round(1.5 * rtt), cwnd_init=round(r.cwnd_bdp * bdp),
+    cc = dict(target_rtt=round(r.target_rtt * rtt), cwnd_init=round(r.cwnd_bdp * bdp),
               rcv_wnd=round(1.5 * bdp),
               cwnd_max=4 * bdp, fair=r.cc_fair, md_shift=r.cc_md)
     cfg.cc = Congestion(**cc)
@@ -385,12 +391,22 @@ def run_fattree(r: FatTreeRun, tname: str, seed: int, progress=None) -> dict:
     ideal = ideal_us(r)
     fct = sorted((w.done_ns - w.posted_ns) / 1000 for w in run.writes.values())
     fig = fct_figures(fct)
+    # The writes into pod 0, behind its Agg 0's degraded links, and the rest, apart: when links
+    # are degraded, the slowest are among the first.
+    per_pod = r.k ** 2 // 4
+    split = {}
+    for name, into in (("into_pod0", True), ("elsewhere", False)):
+        over = sorted((w.done_ns - w.posted_ns) / 1000 / ideal
+                      for (src, wr_id), w in run.writes.items()
+                      if (pairs[wr_id - 1][1] < per_pod) == into)
+        split[name] = ({"writes": len(over), "p50_over_ideal": statistics.median(over),
+                        "max_over_ideal": over[-1]} if over else {"writes": 0})
     c = net.totals()
     return {"transport": tname, "seed": seed, "settings": r.__dict__, "ideal_us": ideal,
             **fig, "fct_us": fct,
             "p50_over_ideal": fig["fct_p50_us"] / ideal,
             "p99_over_ideal": fig["fct_p99_us"] / ideal,
-            "tail_over_ideal": fig["fct_max_us"] / ideal,
+            "tail_over_ideal": fig["fct_max_us"] / ideal, **split,
             "retransmissions": sum(n.retransmissions() for n in run.nics.values()),
             "trimmed": c["trimmed"], "ecn_marked": c["ecn_marked"],
             "events": sim.events, "wall_s": time.monotonic() - wall0}
@@ -420,6 +436,9 @@ def main(argv=None) -> int:
                     help="NSCC's fair increase, bytes a SACK (rel.cc_fair)")
     ft.add_argument("--cc-md", type=int, default=FATTREE_CC["cc_md"],
                     help="NSCC's decrease, cwnd / 2^N once a round trip (rel.cc_md)")
+    ft.add_argument("--target-rtt", type=float, default=1.5,
+                    help="NSCC's target delay in base RTTs (rel.target_rtt; the RTL scenarios' "
+                         "rule: 1.5)")
     ft.add_argument("--avoid-slow", action="store_true",
                     help="a bound: leave the EVs whose path crosses a slow link out of every "
                          "profile, as if the NIC knew the fabric")
@@ -434,7 +453,8 @@ def main(argv=None) -> int:
             r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, size=a.size, flows=a.flows,
                            recycle=a.recycle, trim_rounds=a.trim_rounds,
                            mark_rounds=a.mark_rounds, cwnd_bdp=a.cwnd_bdp,
-                           cc_fair=a.cc_fair, cc_md=a.cc_md, avoid_slow=a.avoid_slow)
+                           cc_fair=a.cc_fair, cc_md=a.cc_md, target_rtt=a.target_rtt,
+                           avoid_slow=a.avoid_slow)
         except ValueError as e:
             ap.error(str(e))
         out = run_fattree(r, a.transport, a.seed)

@@ -223,6 +223,12 @@ def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
         "rel.cc_fair 512, rel.cc_md 3, EVs through a slow link left out (a bound)")
     assert scale_model._fattree_config(scale_model.FatTreeRun(cc_fair=300, cc_md=5)).cc.fair \
         == 300
+    assert scale_model.FatTreeRun(target_rtt=3).whatif() == "NSCC's target 3 base RTTs"
+    base, later = (scale_model._fattree_config(scale_model.FatTreeRun(target_rtt=t)).cc.target_rtt
+                   for t in (1.5, 3))
+    assert later == pytest.approx(2 * base, abs=1)
+    with pytest.raises(ValueError, match="target_rtt"):
+        scale_model.FatTreeRun(target_rtt=0.5)
     out = scale_model.run_fattree(r, "mrc", 1)
     assert len(out["fct_us"]) == 16 and out["fct_max_us"] >= out["ideal_us"] * 0.99
 
@@ -342,6 +348,11 @@ def test_a_small_fat_tree_permutation_completes_on_every_transport():
         out = scale_model.run_fattree(r, t, 1)
         assert len(out["fct_us"]) == 16
         assert out["fct_max_us"] >= out["ideal_us"] * 0.99
+        # (k=4: 4 hosts a pod, each the destination of one write of the permutation)
+        into, rest = out["into_pod0"], out["elsewhere"]
+        assert (into["writes"], rest["writes"]) == (4, 12)
+        assert max(into["max_over_ideal"], rest["max_over_ideal"]) == pytest.approx(
+            out["tail_over_ideal"])
     with pytest.raises(ValueError, match="degraded"):
         scale_model.run_fattree(scale_model.FatTreeRun(k=4, degraded=3), "mrc", 1)
 
