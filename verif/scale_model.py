@@ -40,7 +40,7 @@ from mrcnic.verif.failover_sweep import percentile
 from mrcnic.verif.rel_model import Congestion
 from mrcnic.verif.scale_net import FatTree, LeafSpine, Sim
 from mrcnic.verif.scale_nic import NicConfig, ScaleNic, Write
-from mrcnic.verif.scenarios import SCENARIOS, onto_dead_paths
+from mrcnic.verif.scenarios import SCENARIOS, Scenario, onto_dead_paths
 from mrcnic.verif.tbkit import CLOCK_NS
 
 
@@ -228,9 +228,8 @@ class FatTreeRun:
     #: NSCC's rel.cc_fair and rel.cc_md for this fabric (others than FATTREE_CC: a what-if)
     cc_fair: int = FATTREE_CC["cc_fair"]
     cc_md: int = FATTREE_CC["cc_md"]
-    #: NSCC's target delay (rel.target_rtt), in base RTTs: 1.5 by the RTL scenarios' rule, other
-    #: values a what-if
-    target_rtt: float = 1.5
+    #: NSCC's target delay (rel.target_rtt), in base RTTs: the RTL scenarios' (others: a what-if)
+    target_rtt: float = Scenario.target_rtts
     #: a bound, not a NIC: every write leaves out of its profile the EVs whose path crosses a
     #: degraded link, as if it knew the fabric (what choosing EVs could buy at best)
     avoid_slow: bool = False
@@ -273,7 +272,7 @@ class FatTreeRun:
     def as_is(self) -> FatTreeRun:
         """This run with none of its what-ifs: the NIC, and its first window, as they are."""
         return replace(self, recycle=0, trim_rounds=NicConfig.trim_rounds, mark_rounds=1,
-                       cwnd_bdp=1.0, target_rtt=1.5, avoid_slow=False, **FATTREE_CC)
+                       cwnd_bdp=1.0, target_rtt=Scenario.target_rtts, avoid_slow=False, **FATTREE_CC)
 
     def whatif(self) -> str:
         """The what-ifs this run makes, in words ("": the NIC as it is)."""
@@ -389,16 +388,16 @@ def run_fattree(r: FatTreeRun, tname: str, seed: int, progress=None) -> dict:
         run.post(src, Write(i + 1, 0, dst, r.size), 0.0)
     run.run(1e9)
     ideal = ideal_us(r)
-    fct = sorted((w.done_ns - w.posted_ns) / 1000 for w in run.writes.values())
+    # Each write's time, and whether it goes into pod 0, behind its Agg 0's degraded links:
+    # the writes there and the rest are reported apart too (with links degraded, the slowest
+    # are among the first).
+    done = [((w.done_ns - w.posted_ns) / 1000, net.pod(pairs[wr_id - 1][1]) == 0)
+            for (_, wr_id), w in run.writes.items()]
+    fct = sorted(t for t, _ in done)
     fig = fct_figures(fct)
-    # The writes into pod 0, behind its Agg 0's degraded links, and the rest, apart: when links
-    # are degraded, the slowest are among the first.
-    per_pod = r.k ** 2 // 4
     split = {}
     for name, into in (("into_pod0", True), ("elsewhere", False)):
-        over = sorted((w.done_ns - w.posted_ns) / 1000 / ideal
-                      for (src, wr_id), w in run.writes.items()
-                      if (pairs[wr_id - 1][1] < per_pod) == into)
+        over = sorted(t / ideal for t, pod0 in done if pod0 == into)
         split[name] = ({"writes": len(over), "p50_over_ideal": statistics.median(over),
                         "max_over_ideal": over[-1]} if over else {"writes": 0})
     c = net.totals()
@@ -436,9 +435,9 @@ def main(argv=None) -> int:
                     help="NSCC's fair increase, bytes a SACK (rel.cc_fair)")
     ft.add_argument("--cc-md", type=int, default=FATTREE_CC["cc_md"],
                     help="NSCC's decrease, cwnd / 2^N once a round trip (rel.cc_md)")
-    ft.add_argument("--target-rtt", type=float, default=1.5,
+    ft.add_argument("--target-rtt", type=float, default=Scenario.target_rtts,
                     help="NSCC's target delay in base RTTs (rel.target_rtt; the RTL scenarios' "
-                         "rule: 1.5)")
+                         f"rule: {Scenario.target_rtts:g})")
     ft.add_argument("--avoid-slow", action="store_true",
                     help="a bound: leave the EVs whose path crosses a slow link out of every "
                          "profile, as if the NIC knew the fabric")
