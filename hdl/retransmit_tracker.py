@@ -197,10 +197,12 @@ class RetransmitTracker(wiring.Component):
         sent on entry ``index`` (:class:`PathEvent`): timed by the SACK it triggered (``rtt``,
         ``ecn``), arrived, or sent again (on any entry).
     gate_qp, gate_psn, gate_length : In; gate_open : Out, whether QP ``gate_qp`` may send
-        PSN ``gate_psn`` (it is less than ``window`` past ``una``, and the QP's bytes in flight
-        are below its window); gate_take : In, it is sent: its bytes count from the next cycle
-        (the gate's answer then does not include them: pass one packet in two cycles at most),
-        so the packets between the gate and the grant count too.
+        PSN ``gate_psn`` (it is less than ``window`` past ``una``, the QP's bytes in flight
+        are below its window, and, reliability on, the FSM is not handling feedback or a
+        timeout of the QP: the EVs a SACK finds lost on are judged before the sends its
+        acknowledgements make room for); gate_take : In, it is sent: its bytes count from the
+        next cycle (the gate's answer then does not include them: pass one packet in two cycles
+        at most), so the packets between the gate and the grant count too.
     gate_ready : Out(qps), the QPs whose next packet ``gate_open`` would let go (counting the
         PSNs recorded as sent, which lag the gate by the grant's few cycles): the segmenter
         offers only these, so a QP whose window is shut holds up no other.
@@ -401,11 +403,23 @@ class RetransmitTracker(wiring.Component):
             return rto
 
         # The window each QP may still send into: PSNs, and bytes under congestion control.
+        # It is shut to the QP whose feedback or timeout the FSM is handling (``busy``, the QP
+        # ``cq``): a SACK's acknowledged bytes leave the flight (PIPE, WALK) before its holes
+        # are found (SCAN), and a packet let go in between took its EV before the SACK's
+        # verdict on that EV's path reached the spray scheduler (tens of cycles later, more
+        # with a long bitmap or walk): on a dead path, one more data packet lost. (With
+        # reliability off the FSM only acknowledges what was sent: no verdict to wait for, and
+        # a host slow to take completions would hold the QP's sends up at WALK_USE.) ``busy``
+        # is set from the FSM's state, below it.
+        busy = Signal()
+        cq = Signal(range(Q))
         m.d.comb += self.gate_open.eq(
             ((self.gate_psn - Array(una)[self.gate_qp])[:PSN_BITS] < W)
-            & (off | (Array(flight)[self.gate_qp] < Array(cwnd)[self.gate_qp])))
+            & (off | (Array(flight)[self.gate_qp] < Array(cwnd)[self.gate_qp]))
+            & ~(busy & (self.gate_qp == cq)))
         m.d.comb += self.gate_ready.eq(Cat(
-            ((nxt[q] - una[q])[:PSN_BITS] < W) & (off | (flight[q] < cwnd[q])) for q in range(Q)))
+            ((nxt[q] - una[q])[:PSN_BITS] < W) & (off | (flight[q] < cwnd[q]))
+            & ~(busy & (cq == q)) for q in range(Q)))
 
         # ---- packets sent: recorded as granted ------------------------------------------------
         s = self.sent.payload
@@ -428,7 +442,6 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += tstart[q].eq(self.now)
 
         # ---- the FSM's QP and its state ------------------------------------------------------
-        cq = Signal(range(Q))
         cq_next = Signal(range(Q))       # what cq is in the next cycle: the CC profile's QP
         m.d.comb += cq_next.eq(cq)
         for q in range(Q):
@@ -1126,6 +1139,8 @@ class RetransmitTracker(wiring.Component):
                     m.next = "IDLE"
                     with m.If(gbn):
                         m.next = "SCAN"
+
+        m.d.comb += busy.eq(~off & ~fsm.ongoing("IDLE"))     # (the window's gate, above)
 
         # The record RAM reads unless the FSM is in a state that may offer on a stream and the
         # stream is not ready: both are registers (the readies are the streams' slices').

@@ -1,17 +1,26 @@
 """The retransmit tracker alone, in Amaranth's simulator: what its streams offer does not
 change while it waits to be taken (stream rules), even when the record it comes from is
-rewritten meanwhile; and a SACK takes out of the flight only the packets no earlier SACK
-took, however often its bitmap repeats them. (The tracker's behaviour is specified in
+rewritten meanwhile; a SACK takes out of the flight only the packets no earlier SACK
+took, however often its bitmap repeats them; and the room a SACK makes does not let a packet
+go before the SACK's verdict on the EVs it found lost on. (The tracker's behaviour is specified in
 test_reliability_hdl.py, on the whole NIC against the sender's reference model.)"""
 
 from amaranth.sim import Simulator
 
 from mrcnic import wire
-from mrcnic.enums import RelMode
+from mrcnic.enums import EvState, RelMode
 from mrcnic.hdl.retransmit_tracker import PathEvent, RetransmitTracker
 
 RTO = 24            # rto_min = rto_max: the timer fires this many cycles after a send
 PSN = 100
+
+
+def _tracker():
+    """A tracker of two QPs and four entries each, in a simulator with its clock."""
+    dut = RetransmitTracker(qps=2, evs=4, planes=2, window=64, spines=4)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    return dut, sim
 
 
 def _packet(tries, index, ev):
@@ -25,9 +34,7 @@ def test_an_offered_retransmission_holds_while_its_record_is_rewritten():
     retransmission of the same packet is recorded (a ``sent`` with a try, on another entry),
     which rewrites the record the offer came from. The offer must stay as it was: the try and
     the entry to avoid of the record it was made from."""
-    dut = RetransmitTracker(qps=2, evs=4, planes=2, window=64, spines=4)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
+    dut, sim = _tracker()
     seen = []
 
     async def bench(ctx):
@@ -115,13 +122,33 @@ def _sack(cack, offset, psns, trigger, ev):
             "ext": int.from_bytes(seth, "little")}
 
 
+async def _send_eight(ctx, dut, tick):
+    """QP 0 starts at PSN, then sends eight 64-byte packets through the gate, PSN + k on
+    entry k % 4 with EV 0x1000 + k."""
+    ctx.set(dut.init.payload, {"qp": 0, "psn": PSN})
+    ctx.set(dut.init.valid, 1)
+    while not ctx.get(dut.init.ready):
+        await tick()
+    await tick()
+    ctx.set(dut.init.valid, 0)
+    await tick()                # (the first window is set the cycle after the start)
+    ctx.set(dut.gate_length, 64)
+    for k in range(8):
+        ctx.set(dut.gate_take, 1)
+        ctx.set(dut.sent.payload, {
+            "pkt": {"wr_id": k, "qp": 0, "psn": PSN + k, "length": 64, "last": 0,
+                    "tries": 0}, "index": k % 4, "ev": 0x1000 + k})
+        ctx.set(dut.sent.valid, 1)
+        await tick()
+    ctx.set(dut.gate_take, 0)
+    ctx.set(dut.sent.valid, 0)
+
+
 def test_a_sack_takes_each_packet_out_of_the_flight_once():
     """Eight 64-byte packets are in flight. A SACK says PSNs 2 and 3 (of the eight) arrived,
     then another says 2, 3 and 5: the bytes in flight fall by two packets, then by one, and
     each of the three is reported arrived (a path event ACKED) once."""
-    dut = RetransmitTracker(qps=2, evs=4, planes=2, window=64, spines=4)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
+    dut, sim = _tracker()
     flights, acked = [], []
 
     async def bench(ctx):
@@ -137,22 +164,7 @@ def test_a_sack_takes_each_packet_out_of_the_flight_once():
             now += 1
             ctx.set(dut.now, now)
 
-        ctx.set(dut.init.payload, {"qp": 0, "psn": PSN})
-        ctx.set(dut.init.valid, 1)
-        while not ctx.get(dut.init.ready):
-            await tick()
-        await tick()
-        ctx.set(dut.init.valid, 0)
-        ctx.set(dut.gate_length, 64)
-        for k in range(8):          # each on entry k % 4, EV 0x1000 + k, last of its message
-            ctx.set(dut.gate_take, 1)
-            ctx.set(dut.sent.payload, {
-                "pkt": {"wr_id": k, "qp": 0, "psn": PSN + k, "length": 64, "last": 0,
-                        "tries": 0}, "index": k % 4, "ev": 0x1000 + k})
-            ctx.set(dut.sent.valid, 1)
-            await tick()
-        ctx.set(dut.gate_take, 0)
-        ctx.set(dut.sent.valid, 0)
+        await _send_eight(ctx, dut, tick)
         await tick()                # (a packet's bytes count the cycle after it passes the gate)
         flights.append(ctx.get(dut.view_inflight))
 
@@ -175,9 +187,7 @@ def test_a_probe_is_answered_once_by_the_first_answer_on_its_ev():
     one's EV sets entry 2 GOOD; the same answer again finds that probe answered and does
     nothing; an answer on the first one's EV, two probes later, still finds it. Then four more
     probes leave, the QP's last four of which are kept: the first one's EV is no longer known."""
-    dut = RetransmitTracker(qps=2, evs=4, planes=2, window=64, spines=4)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
+    dut, sim = _tracker()
     answers = []
 
     async def bench(ctx):
@@ -224,3 +234,48 @@ def test_a_probe_is_answered_once_by_the_first_answer_on_its_ev():
     sim.add_testbench(bench)
     sim.run_until(1e-8 * 2000)
     assert answers == [3], f"entries answered at the end: {answers}"
+
+
+def test_a_sacks_verdict_on_an_ev_comes_before_the_sends_it_makes_room_for():
+    """Eight 64-byte packets fill QP 0's window (512 bytes). A SACK says the last seven arrived:
+    their bytes leave the flight, and the first packet, three or more below the highest
+    arrived, is a hole, so its entry (0) goes SKIP. The QP's next packet must not pass the gate
+    before that SKIP is out: let go in between, it would take its EV from a scheduler that has
+    not heard of the hole, and on a dead path it would be lost too. The gate must open after."""
+    dut, sim = _tracker()
+    opened, skipped = [], []
+
+    async def bench(ctx):
+        _set_up(ctx, dut)
+        ctx.set(dut.cwnd_init, 8 * 64)
+        now = 0
+
+        async def tick():
+            nonlocal now
+            if ctx.get(dut.gate_open) or ctx.get(dut.gate_ready) & 1:
+                opened.append(now)
+            u = dut.ev_update
+            if ctx.get(u.valid) and ctx.get(u.payload.index) == 0:
+                skipped.append((now, ctx.get(u.payload.state)))
+            await ctx.tick()
+            now += 1
+            ctx.set(dut.now, now)
+
+        await _send_eight(ctx, dut, tick)
+        ctx.set(dut.gate_qp, 0)
+        ctx.set(dut.gate_psn, PSN + 8)
+        await tick()
+        opened.clear()              # (open while the packets were still being counted)
+        await tick()
+        assert not opened, "the window was open with eight packets in flight"
+        await _give(ctx, dut, _sack(PSN, 1, [PSN + k for k in range(1, 8)], PSN + 7, 0x1007),
+                    tick)
+        for _ in range(200):
+            await tick()
+
+    sim.add_testbench(bench)
+    sim.run_until(1e-8 * 1000)
+    assert skipped and skipped[0][1] == EvState.SKIP, f"entry 0's updates: {skipped}"
+    assert opened, "the SACK never opened the window"
+    assert skipped[0][0] < opened[0], (
+        f"the window opened at cycle {opened[0]}, before the hole's SKIP at {skipped[0][0]}")
