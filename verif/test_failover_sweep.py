@@ -40,6 +40,26 @@ def test_summary_counts_failures_and_spreads():
     assert s["fct_inflation_linkdown_worst_seed"] == 4 and s["clean_failed"] == {}
 
 
+def test_a_seed_over_a_goal_is_named():
+    """A run whose failover or inflation misses its goal is listed with its seed and figure
+    (a figure at the goal is not); only a failed check fails the sweep."""
+    goal = fs.GOALS["failover_rtts"]
+    runs = [{"config": "demo", "seed": s, "scenario": "linkdown", "error": None,
+             "fct_us": f, "failover_rtts": r}
+            for s, r, f in ((1, 1.0, 100.0), (2, goal, 105.0), (3, goal + 0.01, 100.0),
+                            (4, 2.0, 120.0))]
+    runs += [{"config": "demo", "seed": s, "scenario": "clean", "error": None, "fct_us": 100.0}
+             for s in (1, 2, 3, 4)]
+    summary = fs.summarise(runs)
+    assert summary["demo"]["over_goal"] == {3: {"failover_rtts": round(goal + 0.01, 3)},
+                                            4: {"fct_inflation_linkdown": 1.2}}
+    assert fs.passed(summary)
+    runs[0]["error"] = "AssertionError: x"
+    assert not fs.passed(fs.summarise(runs))
+    ok = fs.summarise([r for r in runs if r["seed"] == 2])
+    assert ok["demo"]["over_goal"] == {}
+
+
 def test_two_sweeps_compare_seed_by_seed():
     """Only the seeds both sweeps ran count; the mean difference comes with its standard
     error, so a reshuffle (seeds moving both ways) is told from a shift."""
