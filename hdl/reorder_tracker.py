@@ -73,26 +73,34 @@ class ReorderTracker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W = self._window
+        at = (W - 1).bit_length()
         state = data.StructLayout({"base": PSN_BITS, "bits": W})
         m.submodules.mem = mem = Memory(shape=state, depth=self._qps, init=[])
         rd = mem.read_port(transparent_for=())
         wr = mem.write_port()
+        # Each QP's base again, read at once: the arrival's distance from it is taken as the
+        # arrival is, so that JUDGE starts from a register, not from a subtraction.
+        m.submodules.bases = bases = Memory(shape=PSN_BITS, depth=self._qps, init=[])
+        base_rd = bases.read_port(domain="comb")
+        base_wr = bases.write_port()
+        m.d.comb += [base_wr.en.eq(wr.en), base_wr.addr.eq(wr.addr),
+                     base_wr.data.eq(wr.data.base), base_rd.addr.eq(self.arrive.payload.qp)]
 
         qp = Signal(range(self._qps))
         psn = Signal(PSN_BITS)
         peek = Signal()
         cur = rd.data
-        diff = Signal(PSN_BITS)
-        m.d.comb += diff.eq(psn - cur.base)
-        inside = diff < W
+        diff = Signal(PSN_BITS)                 # psn - base
+        inside = Signal()                       # diff < W
+        mark = Signal(W)                        # this PSN's bit, if it is inside and recorded
+        arrival_diff = Signal(PSN_BITS)
+        m.d.comb += arrival_diff.eq(self.arrive.payload.psn - base_rd.data)
         behind = diff[PSN_BITS - 1]             # more than 2^23 back: an old PSN
-        seen = cur.bits.bit_select(diff[:(W - 1).bit_length()], 1)
+        seen = (cur.bits & mark).any()
 
         # The bitmap with this PSN recorded, then the run of arrivals from bit 0 taken off.
         bits = Signal(W)
-        m.d.comb += bits.eq(cur.bits)
-        with m.If(inside & ~peek):
-            m.d.comb += bits.eq(cur.bits | (1 << diff[:(W - 1).bit_length()]))
+        m.d.comb += bits.eq(cur.bits | mark)
         run = Signal(range(W + 1))              # arrivals in a row from bit 0: the first zero
         gap, first_gap = first_set(m, ~bits, name="gap")
         m.d.comb += run.eq(Mux(gap, first_gap, W))
@@ -100,9 +108,10 @@ class ReorderTracker(wiring.Component):
         new_bits = Signal(W)
         m.d.comb += [new_base.eq(cur.base + run), new_bits.eq(bits >> run)]
 
-        # The SACK's view: the aligned 64-PSN block holding this PSN, counted from the new base.
+        # The SACK's view: the aligned 64-PSN block holding this PSN, counted from the new base
+        # (psn - new_base is diff - run).
         rel = Signal(PSN_BITS)
-        m.d.comb += rel.eq(psn - new_base)
+        m.d.comb += rel.eq(diff - run)
         blocks = W // SACK_BITS
         block = Signal(range(max(blocks, 2)))     # (a window of one block: no zero-width value)
         with m.If(~rel[PSN_BITS - 1] & (rel < W) & ~peek):
@@ -118,8 +127,11 @@ class ReorderTracker(wiring.Component):
                                  wr.data.base.eq(self.init.payload.psn), wr.data.bits.eq(0)]
                 with m.Elif(self.arrive.valid):
                     m.d.comb += [self.arrive.ready.eq(1), rd.addr.eq(self.arrive.payload.qp)]
-                    m.d.sync += [qp.eq(self.arrive.payload.qp), psn.eq(self.arrive.payload.psn),
-                                 peek.eq(self.arrive.payload.peek)]
+                    a = self.arrive.payload
+                    near = arrival_diff < W
+                    m.d.sync += [qp.eq(a.qp), psn.eq(a.psn), peek.eq(a.peek),
+                                 diff.eq(arrival_diff), inside.eq(near),
+                                 mark.eq(Mux(near & ~a.peek, 1 << arrival_diff[:at], 0))]
                     m.next = "JUDGE"
             with m.State("JUDGE"):
                 m.d.comb += [rd.addr.eq(qp), self.result.valid.eq(1), r.qp.eq(qp), r.psn.eq(psn),
