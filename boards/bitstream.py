@@ -4,7 +4,8 @@ nextpnr-ecp5, ecppack), and a report of what was built and how it fared.
 Usage::
 
     python -m mrcnic.boards.bitstream BOARD [--config NAME] [--core-mhz F] [--mem-kib N] [--seed N]
-                                            [--mac M] [--ipv4 A] [--ipv6 A] [--out DIR]
+                                            [--timing-ripup] [--mac M] [--ipv4 A] [--ipv6 A]
+                                            [--out DIR]
 
 ``BOARD`` is one of :data:`~mrcnic.boards.targets.BOARDS`, ``--config`` one of
 :data:`~mrcnic.boards.targets.CONFIGS` (default: the largest that fits the board with margin).
@@ -246,14 +247,15 @@ def _commands(script: str) -> list[tuple[str, str]]:
 def build(board_name: str | targets.Board, config_name: str | None = None, core_hz: float | None = None,
           addresses: dict | None = None, out: Path = OUT, stages=("yosys", "nextpnr", "ecppack"),
           say: Callable[[str], None] = print, mem_size: int | None = None,
-          yosys_steps: bool = True, seed: int = 1) -> dict:
+          yosys_steps: bool = True, seed: int = 1, timing_ripup: bool = False) -> dict:
     """Builds ``config_name`` (default: the board's) for ``board_name`` (or a
     :class:`~mrcnic.boards.targets.Board`); the report (also in ``out/<board>/report.json`` and
-    ``report.md``). ``stages`` stops it early (the regress test synthesises only); ``mem_size``
-    is the on-chip memory's bytes. ``say`` takes the progress lines; without ``yosys_steps``
-    they leave out Yosys's steps. ``seed`` is nextpnr's (placement and routing). Raises
-    ValueError for an unknown board or configuration, a core clock the PLL cannot make or a
-    seed that is not a whole number from 1, before anything runs."""
+    ``report.md``). ``stages`` stops it early (the regress test synthesises only; with none it
+    converts only); ``mem_size`` is the on-chip memory's bytes. ``say`` takes the progress
+    lines; without ``yosys_steps`` they leave out Yosys's steps. ``seed`` is nextpnr's
+    (placement and routing); ``timing_ripup`` has its router rip up and reroute the nets of
+    failing paths. Raises ValueError for an unknown board or configuration, a core clock the PLL
+    cannot make or a seed that is not a whole number from 1, before anything runs."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 1 <= seed < 1 << 31:
         raise ValueError(f"seed {seed!r}: give a whole number from 1 to {(1 << 31) - 1}")
     from .board_top import DEFAULT_CORE_HZ, MEM_SIZE, BoardTop
@@ -286,6 +288,7 @@ def build(board_name: str | targets.Board, config_name: str | None = None, core_
                       "ipv4": str(ipaddress.IPv4Address(top.addresses["ipv4"])),
                       "ipv6": str(ipaddress.IPv6Address(top.addresses["ipv6"]))},
         "program": board.program, "router": cfg.router, "seed": seed,
+        "timing_ripup": timing_ripup,
         "work": str(work), "status": "failed", "message": "", "seconds": {},
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -294,7 +297,8 @@ def build(board_name: str | targets.Board, config_name: str | None = None, core_
         f"in {work}")
     plan = board.platform().build(top, name=NAME, do_build=False,
                                   nextpnr_opts=f"--report {NEXTPNR_REPORT} --timing-allow-fail "
-                                               f"--router {cfg.router} --seed {seed}")
+                                               f"--router {cfg.router} --seed {seed}"
+                                               + (" --tmg-ripup" if timing_ripup else ""))
     plan.extract(work)
     report["seconds"]["convert"] = round(time.monotonic() - t0, 1)
     say(f"[{time.monotonic() - t0:5.0f} s] converted")
@@ -353,7 +357,8 @@ def _nextpnr_results(report: dict, work: Path, log: str) -> None:
 
 def _conclude(report: dict, work: Path, results: Path, stages) -> None:
     if "ecppack" not in stages:
-        report.update(status="partial", message=f"stopped after {stages[-1]}, as asked")
+        last = stages[-1] if stages else "converting"
+        report.update(status="partial", message=f"stopped after {last}, as asked")
         return
     shutil.copy(work / f"{NAME}.bit", results / f"{NAME}.bit")
     report["bitstream"] = str(results / f"{NAME}.bit")
@@ -386,7 +391,9 @@ def summary(report: dict) -> str:
         lines.append(f"- **Bitstream:** {report['bitstream']}; to load it (optional, with "
                      f"openFPGALoader): `{report['program']}`")
     lines.append(f"- **Place and route:** nextpnr's {report['router']}, seed {report['seed']} "
-                 "(`--seed`: another placement, where routing does not converge)")
+                 "(`--seed`: another placement, where routing does not converge)"
+                 + ("; timing-driven rip-up (`--timing-ripup`)"
+                    if report.get("timing_ripup") else ""))
     secs = ", ".join(f"{k} {v:.0f} s" for k, v in report["seconds"].items())
     lines.append(f"- **Time:** {secs}")
     if report.get("fmax"):
@@ -465,6 +472,9 @@ def main(argv=None) -> int:
                    help="nextpnr's placement and routing seed (default 1): another gives another "
                         "placement, for a build whose routing does not converge or to see how "
                         "Fmax spreads")
+    p.add_argument("--timing-ripup", action="store_true",
+                   help="nextpnr's timing-driven rip-up (--tmg-ripup): the router reroutes the "
+                        "nets of paths that miss their clock; slower to route")
     p.add_argument("--out", type=Path, default=OUT, metavar="DIR", help="default build/")
     args = p.parse_args(argv)
     addresses = {k: getattr(args, k) for k in ("mac", "ipv4", "ipv6")
@@ -477,7 +487,8 @@ def main(argv=None) -> int:
         report = build(args.board, args.config,
                        args.core_mhz * 1e6 if args.core_mhz else None, addresses, args.out,
                        say=lambda line: print(line, flush=True),
-                       mem_size=args.mem_kib * 1024 if args.mem_kib else None, seed=args.seed)
+                       mem_size=args.mem_kib * 1024 if args.mem_kib else None, seed=args.seed,
+                       timing_ripup=args.timing_ripup)
     except ValueError as e:
         print(f"make bitstream: {e}", file=sys.stderr)
         return 2

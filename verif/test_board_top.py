@@ -172,3 +172,18 @@ def test_the_nic_configuration_converts():
     _, top, files = _prepare("versa_ecp5", "nic")
     assert top.nic._nic is not None
     assert files["top.il"].count("cell \\IDDRX1F ") == 2 * 5
+
+
+def test_timing_ripup_reaches_nextpnr_and_the_report(tmp_path):
+    """``--timing-ripup`` is nextpnr's ``--tmg-ripup``, named in the report; without it, the
+    command has no such option."""
+    for ripup in (False, True):
+        out = tmp_path / str(ripup)
+        report = bitstream.build("colorlight_5a75b", out=out, stages=(), say=lambda _: None,
+                                 timing_ripup=ripup)
+        script = (out / "colorlight_5a75b" / report["config"] / "build_top.sh").read_text()
+        nextpnr = next(line for line in script.splitlines() if "--report" in line)
+        assert ("--tmg-ripup" in nextpnr) is ripup, nextpnr
+        assert report["timing_ripup"] is ripup
+        assert ("timing-driven rip-up" in
+                (out / "colorlight_5a75b" / "report.md").read_text()) is ripup
