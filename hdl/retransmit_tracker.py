@@ -365,6 +365,7 @@ class RetransmitTracker(wiring.Component):
         m.d.sync += row.eq(row_next)
         st_new = Signal(qp_row)
         m.d.comb += [st_new.eq(row), st_wr.en.eq(1), st_wr.data.eq(st_new)]
+        # (st_wr.data.high is set below, from ``kept_high``: st_new.high or a fresh row's)
 
         def path_bit(ev):
             return decode(ev_path(lay, ev), NP)
@@ -459,9 +460,23 @@ class RetransmitTracker(wiring.Component):
         m.d.sync += [c_una.eq(una_n), c_nxt.eq(nxt_n)]
         inflight = Signal(PSN_BITS)
         hd = Signal(PSN_BITS)            # PSNs from una to one past the highest SACKed
-        inflight_n, high_n = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [inflight_n.eq(nxt_n - una_n), high_n.eq(row_next.high - una_n)]
-        m.d.sync += [inflight.eq(inflight_n), hd.eq(Mux(high_n > inflight_n, 0, high_n))]
+        inflight_n = Signal(PSN_BITS)
+        m.d.comb += inflight_n.eq(nxt_n - una_n)
+        m.d.sync += inflight.eq(inflight_n)
+        # ``hd`` from the row as it is kept, or from the SACK's highest PSN (``f_high``) when
+        # SACK_CHECK raises it (``raise_high``, for cq, which is cq_next there): each is worked
+        # out apart and one chosen last, so that the SACK's checks, which decide the raise, are
+        # not followed by the row's write, a subtraction and the clamp (that was a path of
+        # 20 ns in the core clock).
+        kept_high = Signal(PSN_BITS)     # the row's high as written this cycle, but for a raise
+        raise_high = Signal()
+        m.d.comb += kept_high.eq(st_new.high)
+
+        def clamp(high):
+            d = Signal(PSN_BITS)
+            m.d.comb += d.eq(high - una_n)
+            return Mux(d > inflight_n, 0, d)
+        hd_kept = clamp(Mux(st_wr.addr == cq_next, kept_high, st_rd.data.high))
 
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
@@ -563,6 +578,12 @@ class RetransmitTracker(wiring.Component):
         # SACK's validity check into the window's arithmetic).
         f_top, f_any = Signal(range(SACK_BITS)), Signal()
         sack_any, sack_top = last_set(m, seth.sack_bitmap, "sack_top")
+        # and the sums SACK_CHECK takes from them: the PSN of the bitmap's bit 0, the bits it
+        # reaches past cack, one past the highest PSN it (or cack) says arrived
+        f_base, f_reach, f_high = Signal(PSN_BITS), Signal(17), Signal(PSN_BITS)
+        sack_base = Signal(PSN_BITS)
+        m.d.comb += sack_base.eq(seth.cack_psn + seth.sack_offset)
+        m.d.sync += hd.eq(Mux(raise_high, clamp(f_high), hd_kept))     # (above)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
@@ -711,7 +732,7 @@ class RetransmitTracker(wiring.Component):
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
                     # (the QP's row afresh: no RTT, RACK, marks, hold or cut)
                     m.d.comb += [st_wr.addr.eq(iq), st_wr.data.eq(0),
-                                 st_wr.data.high.eq(self.init.payload.psn)]
+                                 kept_high.eq(self.init.payload.psn)]
                     for q in range(Q):
                         with m.If(iq == q):
                             m.d.comb += [una_d[q].eq(self.init.payload.psn),
@@ -722,7 +743,9 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += [
                         cq.eq(fb.qp), f_cack.eq(seth.cack_psn), f_off.eq(seth.sack_offset),
                         f_bits.eq(seth.sack_bitmap), f_m.eq(seth.m), f_any.eq(sack_any),
-                        f_top.eq(sack_top),
+                        f_top.eq(sack_top), f_base.eq(sack_base),
+                        f_reach.eq(seth.sack_offset + sack_top),
+                        f_high.eq(Mux(sack_any, sack_base + sack_top + 1, seth.cack_psn)),
                         # the offset is two's complement: a duplicate below cack triggers too
                         f_trig.eq(seth.cack_psn + seth.ack_psn_offset.as_signed()),
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
@@ -786,15 +809,13 @@ class RetransmitTracker(wiring.Component):
                 dc = Signal(PSN_BITS)
                 span = Signal(PSN_BITS)
                 m.d.comb += [dc.eq(f_cack - c_una), span.eq(c_nxt - f_cack)]
-                base = Signal(PSN_BITS)
-                m.d.comb += base.eq(f_cack + f_off)
                 with m.If(dc > inflight):
                     with m.If(dc[-1]):
                         count("stale")
                     with m.Else():
                         count("invalid")
                     m.next = "IDLE"
-                with m.Elif(f_any & ((f_off + f_top) >= span)):
+                with m.Elif(f_any & (f_reach >= span)):
                     count("invalid")           # claims a PSN never sent
                     m.next = "IDLE"
                 with m.Elif((f_off == 0) & f_bits[0] & (f_cack != c_nxt)):
@@ -838,11 +859,9 @@ class RetransmitTracker(wiring.Component):
                     # PSNs one by one: the bitmap set against the QP's outstanding bits at
                     # once took two 64-bit rotations, about 1,000 LUT4 sites at the board's
                     # size.)
-                    m.d.sync += pipe_base.eq(base)
-                    top = Signal(PSN_BITS)
-                    m.d.comb += top.eq(Mux(f_any, base + f_top + 1, f_cack))
-                    with m.If((top - c_una)[:PSN_BITS] > hd):
-                        m.d.comb += st_new.high.eq(top)
+                    m.d.sync += pipe_base.eq(f_base)
+                    with m.If((f_high - c_una)[:PSN_BITS] > hd):
+                        m.d.comb += raise_high.eq(1)
                     m.d.sync += cause.eq(_Cause.SACK)
                     m.d.comb += rd.addr.eq(slot(cq, f_trig))
                     m.next = "SACK_EV"
@@ -1155,4 +1174,6 @@ class RetransmitTracker(wiring.Component):
             | waits(self.ev_update, "PROBE_ANSWER", "SACK_EV", "HOLD_CHECK", "SCAN_EV",
                     "NACK_EV", "TO_EV")
             | waits(self.cpl, "WALK_USE")))
+        # (after the FSM: a fresh row's write sets the whole row)
+        m.d.comb += st_wr.data.high.eq(Mux(raise_high, f_high, kept_high))
         return m
