@@ -295,11 +295,14 @@ class RetransmitTracker(wiring.Component):
 
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
-        # What each becomes next cycle: the FSM keeps its own QP's in registers (below).
+        # What each becomes next cycle: the FSM keeps its own QP's in registers (below). A
+        # QP's start sets its una (``una_i``), the walk moves its QP's on by one (``walk_step``).
         una_d = [Signal(PSN_BITS, name=f"una_d_q{q}") for q in range(Q)]
+        una_i = [Signal(PSN_BITS, name=f"una_i_q{q}") for q in range(Q)]
         nxt_d = [Signal(PSN_BITS, name=f"nxt_d_q{q}") for q in range(Q)]
+        walk_step = Signal()
         for q in range(Q):
-            m.d.comb += [una_d[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
+            m.d.comb += [una_i[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
             m.d.sync += [una[q].eq(una_d[q]), nxt[q].eq(nxt_d[q])]
         tstart = [Signal(TIME_BITS, name=f"tstart_q{q}") for q in range(Q)]
         # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
@@ -455,14 +458,22 @@ class RetransmitTracker(wiring.Component):
         # loaded the same way (from ``cq_next``'s next values): selected by cq in the cycle they
         # are used, they began the core clock's longest path, into the record RAM.
         una_n, nxt_n = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [una_n.eq(Array(una_d)[cq_next]), nxt_n.eq(Array(nxt_d)[cq_next])]
         c_una, c_nxt, c_high = Signal(PSN_BITS), Signal(PSN_BITS), row.high
+        for q in range(Q):
+            m.d.comb += una_d[q].eq(Mux(walk_step & (cq == q), c_una + 1, una_i[q]))
+        m.d.comb += [una_n.eq(Array(una_d)[cq_next]), nxt_n.eq(Array(nxt_d)[cq_next])]
         m.d.sync += [c_una.eq(una_n), c_nxt.eq(nxt_n)]
+        # What is taken from una below is worked out for both of its next values, the walk's
+        # step (in WALK_USE, whose QP is cq_next) and the rest, and chosen last: the step is
+        # decided from the record the RAM gives (the core clock's longest path, 21.3 ns, ran
+        # from it through una into hd).
+        una_in, una_step = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [una_in.eq(Array(una_i)[cq_next]), una_step.eq(c_una + 1)]
         inflight = Signal(PSN_BITS)
         hd = Signal(PSN_BITS)            # PSNs from una to one past the highest SACKed
-        inflight_n = Signal(PSN_BITS)
-        m.d.comb += inflight_n.eq(nxt_n - una_n)
-        m.d.sync += inflight.eq(inflight_n)
+        inflight_in, inflight_step = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [inflight_in.eq(nxt_n - una_in), inflight_step.eq(nxt_n - una_step)]
+        m.d.sync += inflight.eq(Mux(walk_step, inflight_step, inflight_in))
         # ``hd`` from the row as it is kept, or from the SACK's highest PSN (``f_high``) when
         # SACK_CHECK raises it (``raise_high``, for cq, which is cq_next there): each is worked
         # out apart and one chosen last, so that the SACK's checks, which decide the raise, are
@@ -472,11 +483,13 @@ class RetransmitTracker(wiring.Component):
         raise_high = Signal()
         m.d.comb += kept_high.eq(st_new.high)
 
-        def clamp(high):
+        def clamp(high, una_next, inflight_next):
             d = Signal(PSN_BITS)
-            m.d.comb += d.eq(high - una_n)
-            return Mux(d > inflight_n, 0, d)
-        hd_kept = clamp(Mux(st_wr.addr == cq_next, kept_high, st_rd.data.high))
+            m.d.comb += d.eq(high - una_next)
+            return Mux(d > inflight_next, 0, d)
+        high_kept = Mux(st_wr.addr == cq_next, kept_high, st_rd.data.high)
+        hd_kept = Mux(walk_step, clamp(high_kept, una_step, inflight_step),
+                      clamp(high_kept, una_in, inflight_in))
 
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
@@ -583,7 +596,7 @@ class RetransmitTracker(wiring.Component):
         f_base, f_reach, f_high = Signal(PSN_BITS), Signal(17), Signal(PSN_BITS)
         sack_base = Signal(PSN_BITS)
         m.d.comb += sack_base.eq(seth.cack_psn + seth.sack_offset)
-        m.d.sync += hd.eq(Mux(raise_high, clamp(f_high), hd_kept))     # (above)
+        m.d.sync += hd.eq(Mux(raise_high, clamp(f_high, una_in, inflight_in), hd_kept))  # (above)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
@@ -735,7 +748,7 @@ class RetransmitTracker(wiring.Component):
                                  kept_high.eq(self.init.payload.psn)]
                     for q in range(Q):
                         with m.If(iq == q):
-                            m.d.comb += [una_d[q].eq(self.init.payload.psn),
+                            m.d.comb += [una_i[q].eq(self.init.payload.psn),
                                          nxt_d[q].eq(self.init.payload.psn)]
                             m.d.sync += [suspect[q].eq(0), holding[q].eq(0), flight[q].eq(0)]
                 with m.Elif(self.feedback.valid):
@@ -962,9 +975,9 @@ class RetransmitTracker(wiring.Component):
                                  walk_len.eq(Mux(arrived, rec.pkt.length, 0)),
                                  self.path_event.valid.eq(arrived),
                                  self.path_event.payload.kind.eq(PathEvent.ACKED)]
+                    m.d.comb += walk_step.eq(1)
                     for q in range(Q):
                         with m.If(cq == q):
-                            m.d.comb += una_d[q].eq(c_una + 1)
                             m.d.sync += tstart[q].eq(self.now)
                     m.next = "WALK_RD"
 
