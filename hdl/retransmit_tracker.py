@@ -295,14 +295,11 @@ class RetransmitTracker(wiring.Component):
 
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
-        # What each becomes next cycle: the FSM keeps its own QP's in registers (below). A
-        # QP's start sets its una (``una_i``), the walk moves its QP's on by one (``walk_step``).
+        # What each becomes next cycle: the FSM keeps its own QP's in registers (below).
         una_d = [Signal(PSN_BITS, name=f"una_d_q{q}") for q in range(Q)]
-        una_i = [Signal(PSN_BITS, name=f"una_i_q{q}") for q in range(Q)]
         nxt_d = [Signal(PSN_BITS, name=f"nxt_d_q{q}") for q in range(Q)]
-        walk_step = Signal()
         for q in range(Q):
-            m.d.comb += [una_i[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
+            m.d.comb += [una_d[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
             m.d.sync += [una[q].eq(una_d[q]), nxt[q].eq(nxt_d[q])]
         tstart = [Signal(TIME_BITS, name=f"tstart_q{q}") for q in range(Q)]
         # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
@@ -368,7 +365,6 @@ class RetransmitTracker(wiring.Component):
         m.d.sync += row.eq(row_next)
         st_new = Signal(qp_row)
         m.d.comb += [st_new.eq(row), st_wr.en.eq(1), st_wr.data.eq(st_new)]
-        # (st_wr.data.high is set below, from ``kept_high``: st_new.high or a fresh row's)
 
         def path_bit(ev):
             return decode(ev_path(lay, ev), NP)
@@ -458,38 +454,14 @@ class RetransmitTracker(wiring.Component):
         # loaded the same way (from ``cq_next``'s next values): selected by cq in the cycle they
         # are used, they began the core clock's longest path, into the record RAM.
         una_n, nxt_n = Signal(PSN_BITS), Signal(PSN_BITS)
-        c_una, c_nxt, c_high = Signal(PSN_BITS), Signal(PSN_BITS), row.high
-        for q in range(Q):
-            m.d.comb += una_d[q].eq(Mux(walk_step & (cq == q), c_una + 1, una_i[q]))
         m.d.comb += [una_n.eq(Array(una_d)[cq_next]), nxt_n.eq(Array(nxt_d)[cq_next])]
+        c_una, c_nxt, c_high = Signal(PSN_BITS), Signal(PSN_BITS), row.high
         m.d.sync += [c_una.eq(una_n), c_nxt.eq(nxt_n)]
-        # What is taken from una below is worked out for both of its next values, the walk's
-        # step (in WALK_USE, whose QP is cq_next) and the rest, and chosen last: the step is
-        # decided from the record the RAM gives (the core clock's longest path, 21.3 ns, ran
-        # from it through una into hd).
-        una_in, una_step = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [una_in.eq(Array(una_i)[cq_next]), una_step.eq(c_una + 1)]
         inflight = Signal(PSN_BITS)
         hd = Signal(PSN_BITS)            # PSNs from una to one past the highest SACKed
-        inflight_in, inflight_step = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [inflight_in.eq(nxt_n - una_in), inflight_step.eq(nxt_n - una_step)]
-        m.d.sync += inflight.eq(Mux(walk_step, inflight_step, inflight_in))
-        # ``hd`` from the row as it is kept, or from the SACK's highest PSN (``f_high``) when
-        # SACK_CHECK raises it (``raise_high``, for cq, which is cq_next there): each is worked
-        # out apart and one chosen last, so that the SACK's checks, which decide the raise, are
-        # not followed by the row's write, a subtraction and the clamp (that was a path of
-        # 20 ns in the core clock).
-        kept_high = Signal(PSN_BITS)     # the row's high as written this cycle, but for a raise
-        raise_high = Signal()
-        m.d.comb += kept_high.eq(st_new.high)
-
-        def clamp(high, una_next, inflight_next):
-            d = Signal(PSN_BITS)
-            m.d.comb += d.eq(high - una_next)
-            return Mux(d > inflight_next, 0, d)
-        high_kept = Mux(st_wr.addr == cq_next, kept_high, st_rd.data.high)
-        hd_kept = Mux(walk_step, clamp(high_kept, una_step, inflight_step),
-                      clamp(high_kept, una_in, inflight_in))
+        inflight_n, high_n = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [inflight_n.eq(nxt_n - una_n), high_n.eq(row_next.high - una_n)]
+        m.d.sync += [inflight.eq(inflight_n), hd.eq(Mux(high_n > inflight_n, 0, high_n))]
 
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
@@ -591,12 +563,6 @@ class RetransmitTracker(wiring.Component):
         # SACK's validity check into the window's arithmetic).
         f_top, f_any = Signal(range(SACK_BITS)), Signal()
         sack_any, sack_top = last_set(m, seth.sack_bitmap, "sack_top")
-        # and the sums SACK_CHECK takes from them: the PSN of the bitmap's bit 0, the bits it
-        # reaches past cack, one past the highest PSN it (or cack) says arrived
-        f_base, f_reach, f_high = Signal(PSN_BITS), Signal(17), Signal(PSN_BITS)
-        sack_base = Signal(PSN_BITS)
-        m.d.comb += sack_base.eq(seth.cack_psn + seth.sack_offset)
-        m.d.sync += hd.eq(Mux(raise_high, clamp(f_high, una_in, inflight_in), hd_kept))  # (above)
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
@@ -745,10 +711,10 @@ class RetransmitTracker(wiring.Component):
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
                     # (the QP's row afresh: no RTT, RACK, marks, hold or cut)
                     m.d.comb += [st_wr.addr.eq(iq), st_wr.data.eq(0),
-                                 kept_high.eq(self.init.payload.psn)]
+                                 st_wr.data.high.eq(self.init.payload.psn)]
                     for q in range(Q):
                         with m.If(iq == q):
-                            m.d.comb += [una_i[q].eq(self.init.payload.psn),
+                            m.d.comb += [una_d[q].eq(self.init.payload.psn),
                                          nxt_d[q].eq(self.init.payload.psn)]
                             m.d.sync += [suspect[q].eq(0), holding[q].eq(0), flight[q].eq(0)]
                 with m.Elif(self.feedback.valid):
@@ -756,9 +722,7 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += [
                         cq.eq(fb.qp), f_cack.eq(seth.cack_psn), f_off.eq(seth.sack_offset),
                         f_bits.eq(seth.sack_bitmap), f_m.eq(seth.m), f_any.eq(sack_any),
-                        f_top.eq(sack_top), f_base.eq(sack_base),
-                        f_reach.eq(seth.sack_offset + sack_top),
-                        f_high.eq(Mux(sack_any, sack_base + sack_top + 1, seth.cack_psn)),
+                        f_top.eq(sack_top),
                         # the offset is two's complement: a duplicate below cack triggers too
                         f_trig.eq(seth.cack_psn + seth.ack_psn_offset.as_signed()),
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
@@ -822,13 +786,15 @@ class RetransmitTracker(wiring.Component):
                 dc = Signal(PSN_BITS)
                 span = Signal(PSN_BITS)
                 m.d.comb += [dc.eq(f_cack - c_una), span.eq(c_nxt - f_cack)]
+                base = Signal(PSN_BITS)
+                m.d.comb += base.eq(f_cack + f_off)
                 with m.If(dc > inflight):
                     with m.If(dc[-1]):
                         count("stale")
                     with m.Else():
                         count("invalid")
                     m.next = "IDLE"
-                with m.Elif(f_any & (f_reach >= span)):
+                with m.Elif(f_any & ((f_off + f_top) >= span)):
                     count("invalid")           # claims a PSN never sent
                     m.next = "IDLE"
                 with m.Elif((f_off == 0) & f_bits[0] & (f_cack != c_nxt)):
@@ -872,9 +838,11 @@ class RetransmitTracker(wiring.Component):
                     # PSNs one by one: the bitmap set against the QP's outstanding bits at
                     # once took two 64-bit rotations, about 1,000 LUT4 sites at the board's
                     # size.)
-                    m.d.sync += pipe_base.eq(f_base)
-                    with m.If((f_high - c_una)[:PSN_BITS] > hd):
-                        m.d.comb += raise_high.eq(1)
+                    m.d.sync += pipe_base.eq(base)
+                    top = Signal(PSN_BITS)
+                    m.d.comb += top.eq(Mux(f_any, base + f_top + 1, f_cack))
+                    with m.If((top - c_una)[:PSN_BITS] > hd):
+                        m.d.comb += st_new.high.eq(top)
                     m.d.sync += cause.eq(_Cause.SACK)
                     m.d.comb += rd.addr.eq(slot(cq, f_trig))
                     m.next = "SACK_EV"
@@ -975,9 +943,9 @@ class RetransmitTracker(wiring.Component):
                                  walk_len.eq(Mux(arrived, rec.pkt.length, 0)),
                                  self.path_event.valid.eq(arrived),
                                  self.path_event.payload.kind.eq(PathEvent.ACKED)]
-                    m.d.comb += walk_step.eq(1)
                     for q in range(Q):
                         with m.If(cq == q):
+                            m.d.comb += una_d[q].eq(c_una + 1)
                             m.d.sync += tstart[q].eq(self.now)
                     m.next = "WALK_RD"
 
@@ -1187,6 +1155,4 @@ class RetransmitTracker(wiring.Component):
             | waits(self.ev_update, "PROBE_ANSWER", "SACK_EV", "HOLD_CHECK", "SCAN_EV",
                     "NACK_EV", "TO_EV")
             | waits(self.cpl, "WALK_USE")))
-        # (after the FSM: a fresh row's write sets the whole row)
-        m.d.comb += st_wr.data.high.eq(Mux(raise_high, f_high, kept_high))
         return m
