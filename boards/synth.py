@@ -186,6 +186,27 @@ def _retransmit_tracker():
     return RetransmitTracker(qps=16, evs=64, planes=2, window=256, spines=4)
 
 
+def _tracker_unit(name):
+    """One of the retransmit tracker's units, at the tracker's size above."""
+    def make():
+        from mrcnic.evmap import EvLayout
+        from mrcnic.hdl import (
+            congestion_window,
+            kept_probes,
+            rto_timer,
+            send_window,
+            suspect_paths,
+            window_bits,
+        )
+        return {"congestion_window": lambda: congestion_window.CongestionWindow(16),
+                "send_window": lambda: send_window.SendWindow(16, 256),
+                "rto_timer": lambda: rto_timer.RtoTimer(16),
+                "window_bits": lambda: window_bits.WindowBits(16, 256),
+                "suspect_paths": lambda: suspect_paths.SuspectPaths(16, EvLayout(2, 4).paths),
+                "kept_probes": lambda: kept_probes.KeptProbes(16, 64, 4)}[name]()
+    return make
+
+
 def _register_bank():
     from amaranth.hdl import UnusedElaboratable
 
@@ -253,6 +274,9 @@ BLOCKS: dict[str, Callable] = {
     "reorder_tracker": _reorder_tracker,
     "spray_scheduler": _spray_scheduler,
     "retransmit_tracker": _retransmit_tracker,
+    **{name: _tracker_unit(name) for name in (
+        "congestion_window", "send_window", "rto_timer", "window_bits", "suspect_paths",
+        "kept_probes")},
     "register_bank": _register_bank,
     "nic": _nic,
     "nic_board": _nic_board,

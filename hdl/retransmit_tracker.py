@@ -13,30 +13,26 @@ from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
 
 from .bits import decode, first_set, last_set
+from .congestion_window import CWND_BITS, TIME_BITS, CongestionWindow
 from .ev_fields import ev_path
 from .headers import header_view
+from .kept_probes import KeptProbes, probed_layout
 from .reorder_tracker import PSN_BITS, SACK_BITS
+from .rto_timer import RtoTimer
 from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor_layout
+from .send_window import SendWindow
+from .suspect_paths import SuspectPaths
 from .transport_parser import transport_layout
+from .window_bits import WindowBits
 
 #: The time rule takes an arrival for this many cycles (65 us at 250 MHz): well inside the 16-bit
 #: clock's half turn, so "sent before it" never wraps.
 RACK_FRESH = 1 << 14
 
 __all__ = ["RelMode", "sent_layout", "retransmit_layout", "PathEvent", "path_event_layout",
-           "RetransmitTracker", "PROBES_KEPT", "RACK_FRESH", "receiver_share"]
+           "RetransmitTracker", "PROBES_KEPT", "RACK_FRESH", "TIME_BITS"]
 
-TIME_BITS = 16          # the TSETH timestamp's width: send times and RTTs are in its cycles
-CWND_BITS = 24          # congestion windows, in bytes
 PROBES_KEPT = 4         # a QP's latest probes an answer is matched against
-RECIPROCAL_SHIFT = 16   # rcv_wnd / n is rcv_wnd x floor(2^16 / n) / 2^16: no divider
-RECIPROCAL_ONE = 1 << RECIPROCAL_SHIFT
-
-
-def receiver_share(rcv_wnd: int, pen: int) -> int:
-    """The window a SACK with ``rcv_cwnd_pen`` ``pen`` (2 .. 127) allows, as the gateware
-    computes it."""
-    return (rcv_wnd * (RECIPROCAL_ONE // pen)) >> RECIPROCAL_SHIFT
 
 
 def sent_layout(qps, evs):
@@ -231,8 +227,7 @@ class RetransmitTracker(wiring.Component):
         super().__init__({
             "init": In(stream.Signature(data.StructLayout({"qp": range(qps), "psn": PSN_BITS}))),
             "sent": In(stream.Signature(sent_layout(qps, evs), always_ready=True)),
-            "probed": In(stream.Signature(data.StructLayout({
-                "qp": range(qps), "index": range(evs), "ev": 32}), always_ready=True)),
+            "probed": In(stream.Signature(probed_layout(qps, evs), always_ready=True)),
             "feedback": In(stream.Signature(transport_layout(planes))),
             "retransmit": Out(stream.Signature(retransmit_layout(qps, evs))),
             "ev_update": Out(stream.Signature(data.StructLayout({
@@ -301,20 +296,16 @@ class RetransmitTracker(wiring.Component):
         for q in range(Q):
             m.d.comb += [una_d[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
             m.d.sync += [una[q].eq(una_d[q]), nxt[q].eq(nxt_d[q])]
-        tstart = [Signal(TIME_BITS, name=f"tstart_q{q}") for q in range(Q)]
-        # The QP's last PROBES_KEPT probes: an answer may come after the next probe has left.
-        # (EV and entry in a distributed RAM, a row a QP's kept probe; an answer looks at them
-        # one a cycle: in flip-flops, with a comparator each, they took 470 LUT4 sites more at
-        # the board's size)
+        # Each QP's congestion window, what it may send and its bytes in flight, and its
+        # retransmission timer: units of their own, acting for the QP the FSM serves.
+        m.submodules.cc = cc = CongestionWindow(Q)
+        m.submodules.send_window = win = SendWindow(Q, W)
+        m.submodules.timer = timer = RtoTimer(Q)
+        # The QP's last PROBES_KEPT probes, which an answer looks at one a cycle (``p_k``).
         K = PROBES_KEPT
-        m.submodules.probes = pmem = Memory(
-            shape=data.StructLayout({"ev": 32, "index": range(E)}), depth=(1 << qb) * K,
-            init=[])
-        p_wr, p_rd = pmem.write_port(), pmem.read_port(domain="comb")
-        probe_live = [Signal(K, name=f"probe_live_q{q}") for q in range(Q)]
-        probe_next = [Signal(range(K), name=f"probe_next_q{q}") for q in range(Q)]
-        live_set, live_clr = Signal(K), Signal(K)      # for QPs probed.qp and cq
-        p_k = Signal(range(K))                         # the kept probe an answer looks at
+        m.submodules.probes = probes = KeptProbes(Q, E, K)
+        wiring.connect(m, wiring.flipped(self.probed), probes.probed)
+        p_k = Signal(range(K))
         # The send time of each packet NACKed as trimmed, by its slot: its SACK hole is a full
         # queue's, not its path's. Kept per packet, not per QP: under a load that never lets
         # up, a QP-wide exemption lasted as long as the load, and a dead link (which trims
@@ -326,12 +317,11 @@ class RetransmitTracker(wiring.Component):
         t_rd = tmem.read_port()
         m.d.comb += t_rd.addr.eq(rd.addr)
         # Paths (an EV's plane and spine fields) that lost a packet (a SACK hole) with none
-        # arriving on them since: a dead link loses every packet sent its way, on whichever of
-        # the QP's entries, so its entries share the evidence.
+        # arriving on them since, and the hold (below).
         lay = self._layout
         NP = lay.paths
-        suspect = [Signal(NP, name=f"suspect_q{q}") for q in range(Q)]
-        sus_set, sus_clr = Signal(NP), Signal(NP)
+        m.submodules.suspects = suspects = SuspectPaths(Q, NP)
+        sus_set, sus_clr = suspects.suspect_set, suspects.suspect_clear
         # Paths whose latest arrival carried ECN: their queues are long, and a packet held in
         # one is overtaken, by count or by time, as a lost one is; a hole there is not
         # blamed on the path (retiring queued paths spiralled: a clean bench run retired six).
@@ -368,39 +358,16 @@ class RetransmitTracker(wiring.Component):
 
         def path_bit(ev):
             return decode(ev_path(lay, ev), NP)
-        pb = self.probed.payload
-        pb_next = Array(probe_next)[pb.qp]
-        m.d.comb += [p_wr.addr.eq(Cat(pb_next, pb.qp)), p_wr.data.ev.eq(pb.ev),
-                     p_wr.data.index.eq(pb.index), p_wr.en.eq(self.probed.valid)]
         with m.If(self.probed.valid):
             count("probes_sent")
-            m.d.comb += live_set.eq(decode(pb_next, K))
-            for q in range(Q):
-                with m.If(pb.qp == q):
-                    m.d.sync += probe_next[q].eq(Mux(probe_next[q] == K - 1, 0, probe_next[q] + 1))
-        cwnd = [Signal(CWND_BITS, name=f"cwnd_q{q}") for q in range(Q)]
-        flight = [Signal(32, name=f"flight_q{q}") for q in range(Q)]     # payload bytes
-        m.d.comb += [self.view_cwnd.eq(Array(cwnd)[self.view_qp]),
-                     self.view_inflight.eq(Array(flight)[self.view_qp]),
+        m.d.comb += [self.view_cwnd.eq(cc.cwnd[self.view_qp]),
+                     self.view_inflight.eq(win.flight[self.view_qp]),
                      st_view.addr.eq(self.view_qp),
                      self.view_rtt.eq(st_view.data.last_rtt),
                      self.view_srtt.eq(st_view.data.srtt)]
 
         off = self.mode == RelMode.OFF
         gbn = self.mode == RelMode.GO_BACK_N
-
-        def rto_of(r):
-            """The RTO of the QP whose row is ``r``."""
-            est = Signal(TIME_BITS + 3)
-            rto = Signal(TIME_BITS)
-            m.d.comb += est.eq(r.srtt + (r.rttvar << 2))
-            with m.If(~r.have_rtt | (est > self.rto_max)):
-                m.d.comb += rto.eq(self.rto_max)
-            with m.Elif(est < self.rto_min):
-                m.d.comb += rto.eq(self.rto_min)
-            with m.Else():
-                m.d.comb += rto.eq(est)
-            return rto
 
         # The window each QP may still send into: PSNs, and bytes under congestion control.
         # It is shut to the QP whose feedback or timeout the FSM is handling (``busy``, the QP
@@ -413,13 +380,13 @@ class RetransmitTracker(wiring.Component):
         # is set from the FSM's state, below it.
         busy = Signal()
         cq = Signal(range(Q))
-        m.d.comb += self.gate_open.eq(
-            ((self.gate_psn - Array(una)[self.gate_qp])[:PSN_BITS] < W)
-            & (off | (Array(flight)[self.gate_qp] < Array(cwnd)[self.gate_qp]))
-            & ~(busy & (self.gate_qp == cq)))
-        m.d.comb += self.gate_ready.eq(Cat(
-            ((nxt[q] - una[q])[:PSN_BITS] < W) & (off | (flight[q] < cwnd[q]))
-            & ~(busy & (cq == q)) for q in range(Q)))
+        m.d.comb += [win.una[q].eq(una[q]) for q in range(Q)]
+        m.d.comb += [win.nxt[q].eq(nxt[q]) for q in range(Q)]
+        m.d.comb += [win.cwnd.eq(cc.cwnd), win.unlimited.eq(off), win.qp.eq(cq),
+                     win.busy.eq(busy), win.gate_qp.eq(self.gate_qp),
+                     win.gate_psn.eq(self.gate_psn), win.gate_length.eq(self.gate_length),
+                     win.gate_take.eq(self.gate_take), self.gate_open.eq(win.gate_open),
+                     self.gate_ready.eq(win.gate_ready)]
 
         # ---- packets sent: recorded as granted ------------------------------------------------
         s = self.sent.payload
@@ -438,16 +405,12 @@ class RetransmitTracker(wiring.Component):
         for q in range(Q):
             with m.If(s_new & (s_q == q)):
                 m.d.comb += nxt_d[q].eq(s_psn + 1)
-                with m.If(s_una == s_nxt):          # the first in flight starts the clock
-                    m.d.sync += tstart[q].eq(self.now)
+        # (the first in flight starts the clock)
+        m.d.comb += [timer.start.eq(s_new & (s_una == s_nxt)), timer.start_qp.eq(s_q)]
 
         # ---- the FSM's QP and its state ------------------------------------------------------
         cq_next = Signal(range(Q))       # what cq is in the next cycle: the CC profile's QP
         m.d.comb += cq_next.eq(cq)
-        for q in range(Q):
-            m.d.sync += probe_live[q].eq(
-                (probe_live[q] & ~Mux(cq == q, live_clr, 0))
-                | Mux(self.probed.valid & (pb.qp == q), live_set, 0))
         m.d.comb += [st_rd.addr.eq(cq_next), st_wr.addr.eq(cq),
                      row_next.eq(Mux(st_wr.addr == cq_next, st_wr.data, st_rd.data))]
         # QP cq's una and nxt, and what the hole tests take from them and the row, in registers
@@ -466,28 +429,8 @@ class RetransmitTracker(wiring.Component):
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
         walk_len = Signal(13)            # set by the walk (and PIPE) for QP cq
+        m.d.comb += win.acked_len.eq(walk_len)
         pipe_base = Signal(PSN_BITS)     # the PSN the last SACK's bitmap (f_bits) starts at
-        # A packet's bytes count a cycle after it passes the gate (``tk``): the gate's decision
-        # and this accounting were one path, the core clock's longest. The gate never sees the
-        # lag: the TX pipeline passes at most one packet in two cycles.
-        tk, tk_q, tk_len = Signal(), Signal(range(Q)), Signal(13)
-        m.d.sync += [tk.eq(self.gate_take), tk_q.eq(self.gate_qp), tk_len.eq(self.gate_length)]
-        # Two adders, one for each QP that may change (the gate's and the FSM's), not two a QP.
-        took_q = Signal(32)          # the gate's QP's bytes with what it takes (and gives back)
-        gave_q = Signal(32)          # the FSM's QP's, less what the walk takes off
-        m.d.comb += [
-            took_q.eq(Array(flight)[tk_q] + tk_len - Mux(cq == tk_q, walk_len, 0)),
-            gave_q.eq(Array(flight)[cq] - walk_len),
-        ]
-        for q in range(Q):
-            with m.If(tk & (tk_q == q)):
-                m.d.sync += flight[q].eq(took_q)
-            with m.Elif(cq == q):
-                m.d.sync += flight[q].eq(gave_q)
-
-        for q in range(Q):
-            with m.If(cq == q):
-                m.d.sync += suspect[q].eq((suspect[q] | sus_set) & ~sus_clr)
         m.d.comb += st_new.marked.eq((row.marked | mark_set) & ~mark_clr)
 
         # The hold: from a QP's first SACK hole on a path, its suspect paths carry nothing new
@@ -499,17 +442,11 @@ class RetransmitTracker(wiring.Component):
         # second packet there would otherwise use it again, dead or not, with no evidence.
         # (row: hold_psn, the QP's nxt as the hold began; sus_index, sus_path, the hole's entry
         # and path; sus_live, that path not retired since, by a second hole)
-        holding = Signal(Q)
-        hold_set = Signal()                  # the FSM's QP ``cq`` starts (or renews) its hold
-        hold_end = Signal()                  # the FSM's QP ``cq`` ends it
+        hold_set = suspects.hold_start       # the FSM's QP ``cq`` starts (or renews) its hold
+        hold_end = suspects.hold_end         # the FSM's QP ``cq`` ends it
         new_index, new_path = Signal(range(E)), Signal(range(NP))
         retired = Signal()                   # the FSM's QP ``cq`` retires path ``new_path``
-        for q in range(Q):
-            m.d.comb += self.hold[q].eq(Mux(holding[q], suspect[q], 0))
-            with m.If(hold_set & (cq == q)):
-                m.d.sync += holding[q].eq(1)
-            with m.Elif(hold_end & (cq == q)):
-                m.d.sync += holding[q].eq(0)
+        m.d.comb += [suspects.qp.eq(cq), self.hold.eq(suspects.hold)]
         with m.If(hold_set):
             m.d.comb += [st_new.hold_psn.eq(c_nxt), st_new.sus_live.eq(1),
                          st_new.sus_index.eq(new_index), st_new.sus_path.eq(new_path)]
@@ -517,32 +454,24 @@ class RetransmitTracker(wiring.Component):
             m.d.comb += st_new.sus_live.eq(0)
         c_past = Signal(PSN_BITS)
         m.d.comb += c_past.eq(c_high - row.hold_psn)
-        lapsed = holding.bit_select(cq, 1) & (c_past >= self.reorder) & ~c_past[-1]
+        lapsed = suspects.holding & (c_past >= self.reorder) & ~c_past[-1]
 
         # NSCC's multiplicative decrease, at most once a round trip: after one (row:
         # ``cutting``), marks on packets sent before it (below ``cut_psn``) answer the window it
         # replaced. Without this, a run of marks after a path dies takes the window down by its
         # 2^-cc_md per SACK, to a fraction of a BDP in a few microseconds.
 
-        # A bit a PSN of the window, by its slot, in a row of a distributed RAM a QP: ``acked``,
-        # SACKed above una; ``pend``, a hole already resent. Only the FSM writes them, for its QP
-        # ``f_q``, the row it reads with this cycle's changes. A PSN is outstanding while it is
-        # in flight (una .. nxt) and not ``acked``: every reader looks at a PSN in flight, and a
-        # slot's bits are cleared as una passes it, so a send need not touch them. (As an
-        # ``outstanding`` bit each set by the send, for any QP beside the FSM's, they were
-        # flip-flops with their load logic: about 1,900 LUT4 sites at the board's size.)
-        f_q = Signal(range(Q))
-        f_ack_set, f_ack_clr, f_pend_clr, f_pend_set = Signal(W), Signal(W), Signal(W), Signal(W)
+        # A bit a PSN of the window, by its slot, for each QP: ``acked``, SACKed above una;
+        # ``pend``, a hole already resent. Only the FSM changes them, for its QP ``f_q``. A PSN is
+        # outstanding while it is in flight (una .. nxt) and not ``acked``: every reader looks
+        # at a PSN in flight, and a slot's bits are cleared as una passes it, so a send need not
+        # touch them.
+        m.submodules.window_bits = bits = WindowBits(Q, W)
+        f_q = bits.qp
+        f_ack_set, f_ack_clr = bits.ack_set, bits.ack_clear
+        f_pend_set, f_pend_clr = bits.pend_set, bits.pend_clear
         m.d.comb += f_q.eq(cq)
-        m.submodules.window_bits = bits_mem = Memory(
-            shape=data.StructLayout({"acked": W, "pend": W}), depth=1 << qb, init=[])
-        bits_wr, bits_rd = bits_mem.write_port(), bits_mem.read_port(domain="comb")
-        c_acked, c_pend = Signal(W), Signal(W)     # (signals: a bit select of a field converts it again)
-        m.d.comb += [bits_rd.addr.eq(f_q), c_acked.eq(bits_rd.data.acked),
-                     c_pend.eq(bits_rd.data.pend),
-                     bits_wr.addr.eq(f_q), bits_wr.en.eq(1),
-                     bits_wr.data.acked.eq((c_acked & ~f_ack_clr) | f_ack_set),
-                     bits_wr.data.pend.eq((c_pend & ~f_pend_clr) | f_pend_set)]
+        c_acked, c_pend = bits.acked, bits.pend
 
         def outstanding(psn):
             """Whether ``psn``, in flight for QP cq, is not yet SACKed."""
@@ -566,39 +495,34 @@ class RetransmitTracker(wiring.Component):
         f_m, f_ent, f_ts, f_trig = Signal(2), Signal(32), Signal(TIME_BITS), Signal(PSN_BITS)
         f_rtt = Signal(TIME_BITS)      # the SACK's RTT sample, for the path it timed
         f_reason, f_psn, f_pr = Signal(8), Signal(PSN_BITS), Signal()
-        f_pen = Signal(7)
-        # The receiver's share's reciprocals, floor(2^16 / n), in a ROM (block RAM) read as
-        # the feedback is taken, for the SACK it belongs to (a 128-way selector of constants
-        # took 165 LUT4 sites at the board's size).
-        m.submodules.reciprocals = recips = Memory(
-            shape=RECIPROCAL_ONE.bit_length(), depth=128,
-            init=[RECIPROCAL_ONE // n if n else 0 for n in range(128)], attrs={"ram_style": "block"})
-        recip_rd = recips.read_port()
-        m.d.comb += [recip_rd.addr.eq(seth.rcv_cwnd_pen),
-                     recip_rd.en.eq(self.feedback.valid & self.feedback.ready)]
+        # (the receiver's share, rcv_cwnd_pen, is the window's: it keeps it as the feedback is
+        # taken, for the SACK it belongs to)
+        m.d.comb += [cc.pen.eq(seth.rcv_cwnd_pen),
+                     cc.pen_take.eq(self.feedback.valid & self.feedback.ready)]
 
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
         # The timer looks at one QP a cycle, in turn, whatever the FSM is doing, and tells IDLE
         # in the next cycle whether that QP's RTO has passed (``t_due``), or, with reliability
-        # off, whether it has anything in flight to acknowledge (``t_busy``). Deciding from the
-        # QP's row in the cycle that IDLE acts on it was the core clock's longest path (the row,
-        # its RTO, the decision and all the decision steers). IDLE takes a decision only if it
-        # was made while the FSM sat in IDLE with no QP starting (``t_fresh``): the FSM's other
-        # states move una and the timers' starts, and a start resets its QP. A send can only
-        # start a timer that was not running, so it never makes a decision wrong.
-        tq = Signal(range(Q))                 # the QP whose timer is looked at this cycle
-        t_q = Signal(range(Q))                # ...and the last cycle, for IDLE now
-        t_busy, t_due, t_fresh = Signal(), Signal(), Signal()
-        t_rto = Signal(TIME_BITS)
-        m.d.comb += st_timer.addr.eq(tq)
-        t_running = Array(una)[tq] != Array(nxt)[tq]
-        tq_rto = rto_of(st_timer.data)
-        m.d.sync += [
-            tq.eq(Mux(tq == Q - 1, 0, tq + 1)), t_q.eq(tq), t_busy.eq(t_running),
-            t_due.eq(t_running & ((self.now - Array(tstart)[tq])[:TIME_BITS] >= tq_rto)),
-            t_rto.eq(tq_rto), t_fresh.eq(0),     # (IDLE sets t_fresh)
-        ]
+        # off, whether it has anything in flight to acknowledge (``t_busy``). IDLE takes a
+        # decision only if it was made while the FSM sat in IDLE with no QP starting
+        # (``t_fresh``): the FSM's other states move una and the timers' starts, and a start
+        # resets its QP. A send can only start a timer that was not running, so it never makes
+        # a decision wrong.
+        tq = timer.look
+        t_q, t_busy, t_due, t_rto = timer.qp, timer.running, timer.due, timer.rto
+        t_fresh = Signal()
+        m.d.comb += [st_timer.addr.eq(tq), timer.rto_min.eq(self.rto_min),
+                     timer.rto_max.eq(self.rto_max),
+                     timer.looked.running.eq(Array(una)[tq] != Array(nxt)[tq]),
+                     timer.looked.srtt.eq(st_timer.data.srtt),
+                     timer.looked.rttvar.eq(st_timer.data.rttvar),
+                     timer.looked.have_rtt.eq(st_timer.data.have_rtt)]
+        m.d.sync += t_fresh.eq(0)                # (IDLE sets it)
+        # The FSM's QP's timer starts again (WALK_USE, the timeout's states): now, unless said.
+        restart_at = Signal(TIME_BITS)
+        m.d.comb += [timer.now.eq(self.now), timer.restart_qp.eq(cq),
+                     timer.restart_at.eq(restart_at), restart_at.eq(self.now)]
         c_rto = Signal(TIME_BITS)             # QP cq's RTO, kept from when its timer fired
         p_out = outstanding(p)
         p_pend = c_pend.bit_select(p[:wb], 1)
@@ -637,62 +561,20 @@ class RetransmitTracker(wiring.Component):
                      self.ev_update.payload.qp.eq(cq), self.ev_update.payload.index.eq(rec.index)]
 
         m.d.comb += self.cc_qp.eq(cq_next)
-        # A QP's first window is set the cycle after its start, when its profile's cwnd_init
-        # has come (the FSM is in IDLE then too: nothing else sets a window there).
-        init_cw, init_q = Signal(), Signal(range(Q))
-        m.d.sync += [init_cw.eq(0), init_q.eq(self.init.payload.qp)]
-        for q in range(Q):
-            with m.If(init_cw & (init_q == q)):
-                m.d.sync += cwnd[q].eq(self.cwnd_init)
-        # A SACK's new window is set a cycle after SACK_CHECK, from what it found there (the
-        # arithmetic in one cycle was the core clock's longest path); the FSM keeps the QP.
-        cw_set = Signal()
-        cw_grown, cw_top = Signal(CWND_BITS + 2), Signal(CWND_BITS)
-        m.d.sync += cw_set.eq(0)
-        new_cwnd = Signal(CWND_BITS)
-        with m.If((cw_grown > cw_top) & (cw_top > self.cwnd_min)):
-            m.d.comb += new_cwnd.eq(cw_top)
-        with m.Elif((cw_grown > cw_top) | (cw_grown < self.cwnd_min)):
-            m.d.comb += new_cwnd.eq(self.cwnd_min)
-        with m.Else():
-            m.d.comb += new_cwnd.eq(cw_grown)
-        for q in range(Q):
-            with m.If(cw_set & (cq == q)):
-                m.d.sync += cwnd[q].eq(new_cwnd)
-        # SACK_CHECK's window arithmetic, every cycle for the FSM's QP and feedback; kept in
-        # cw_grown and cw_top whatever the state, and used only when SACK_CHECK took the SACK
-        # (cw_set). Within SACK_CHECK's branch, the branch's condition (the SACK's validity)
-        # was a term of every bit the arithmetic produced.
+        # The window: a QP's first is set as it starts (IDLE), a SACK's the cycle after
+        # SACK_CHECK takes it, from this cycle's arithmetic (the FSM keeps the QP), a trim's in
+        # NACK_CUT. Its inputs are the CC profile of ``cc_qp``, followed the cycle before.
         sample = Signal(TIME_BITS)            # the RTT sample, from the echoed timestamp
         m.d.comb += sample.eq(self.now - f_ts)
-        # NSCC: ECN (m = SKIP_ONCE) and the RTT against the target.
-        ecn = f_m == wire.SackMark.SKIP_ONCE
-        below = sample < self.target_rtt
         # The packet that triggered this SACK left at or after the last cut.
         after_cut = (c_nxt - f_trig)[:PSN_BITS] <= (c_nxt - row.cut_psn)[:PSN_BITS]
-        may_cut = ~row.cutting | after_cut
-        cut = Signal()      # this SACK takes the multiplicative decrease
-        m.d.comb += cut.eq(ecn & ~below & may_cut)
-        c_cwnd = Array(cwnd)[cq]
-        grown = Signal(CWND_BITS + 2)
-        with m.If(~ecn & below):
-            m.d.comb += grown.eq(
-                c_cwnd + (((self.target_rtt - sample)[:TIME_BITS] * self.cc_gain) >> 4))
-        with m.Elif(~ecn):
-            m.d.comb += grown.eq(c_cwnd + self.cc_fair)
-        with m.Elif(cut):
-            m.d.comb += grown.eq(c_cwnd - (c_cwnd >> self.cc_md))
-        with m.Else():
-            m.d.comb += grown.eq(c_cwnd)
-        # The receiver's share (receiver_share): a product, not a divider.
-        share = Signal(CWND_BITS)
-        m.d.comb += share.eq((self.rcv_wnd * recip_rd.data) >> RECIPROCAL_SHIFT)
-        cw_ceiling = Signal(CWND_BITS)
-        with m.If((self.rcv_wnd != 0) & (f_pen >= 2) & (share < self.cwnd_max)):
-            m.d.comb += cw_ceiling.eq(share)
-        with m.Else():
-            m.d.comb += cw_ceiling.eq(self.cwnd_max)
-        m.d.sync += [cw_grown.eq(grown), cw_top.eq(cw_ceiling)]
+        cut = cc.cut        # this SACK takes the multiplicative decrease
+        m.d.comb += [cc.qp.eq(cq), cc.init_qp.eq(self.init.payload.qp),
+                     cc.ecn.eq(f_m == wire.SackMark.SKIP_ONCE), cc.sample.eq(sample),
+                     cc.may_cut.eq(~row.cutting | after_cut)]
+        m.d.comb += [getattr(cc, name).eq(getattr(self, name)) for name in (
+            "target_rtt", "cc_fair", "cc_gain", "cc_md", "cwnd_init", "cwnd_min", "cwnd_max",
+            "rcv_wnd")]
 
         with m.FSM() as fsm:
             with m.State("IDLE"):
@@ -703,7 +585,8 @@ class RetransmitTracker(wiring.Component):
                     iq = self.init.payload.qp
                     # (a packet passing the gate as its QP starts was queued before: it is not
                     # recorded as sent, so its bytes must not count)
-                    m.d.sync += [init_cw.eq(1), tk.eq(self.gate_take & (self.gate_qp != iq))]
+                    m.d.comb += [cc.init.eq(1), win.restart.eq(1), win.restart_qp.eq(iq),
+                                 suspects.restart.eq(1), suspects.restart_qp.eq(iq)]
                     with m.If(res_q == iq):
                         m.d.sync += res_on.eq(0)
                     m.d.comb += [self.cc_qp.eq(iq), f_q.eq(iq), f_ack_clr.eq(~0),
@@ -716,7 +599,6 @@ class RetransmitTracker(wiring.Component):
                         with m.If(iq == q):
                             m.d.comb += [una_d[q].eq(self.init.payload.psn),
                                          nxt_d[q].eq(self.init.payload.psn)]
-                            m.d.sync += [suspect[q].eq(0), holding[q].eq(0), flight[q].eq(0)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += [self.feedback.ready.eq(1), cq_next.eq(fb.qp)]
                     m.d.sync += [
@@ -728,7 +610,6 @@ class RetransmitTracker(wiring.Component):
                         f_ent.eq(Mux(is_sack, seth.entropy, neth.entropy)),
                         f_ts.eq(Mux(is_sack, seth.tx_timestamp, neth.tx_timestamp)),
                         f_reason.eq(neth.nack_reason), f_psn.eq(neth.nack_psn), f_pr.eq(seth.pr),
-                        f_pen.eq(seth.rcv_cwnd_pen),
                     ]
                     with m.If((fb.qp >= Q) | (is_status & ~status_planes.any())):
                         count("invalid")
@@ -760,11 +641,11 @@ class RetransmitTracker(wiring.Component):
             # ---- a probe's answer: its EV is GOOD again ----------------------------------------
             with m.State("PROBE_ANSWER"):
                 # The first of the QP's kept probes on the answer's EV, one a cycle.
-                m.d.comb += p_rd.addr.eq(Cat(p_k, cq))
-                hit = Array(probe_live)[cq].bit_select(p_k, 1) & (p_rd.data.ev == f_ent)
+                m.d.comb += [probes.qp.eq(cq), probes.k.eq(p_k), probes.ev.eq(f_ent)]
+                hit = probes.hit
                 with m.If(hit & (f_m != wire.SackMark.ALWAYS_SKIP)):
                     m.d.comb += [self.ev_update.valid.eq(1),
-                                 self.ev_update.payload.index.eq(p_rd.data.index),
+                                 self.ev_update.payload.index.eq(probes.index),
                                  self.ev_update.payload.state.eq(EvState.GOOD)]
                     with m.If(self.ev_update.ready):
                         count("probes_answered")
@@ -773,7 +654,7 @@ class RetransmitTracker(wiring.Component):
                                      pa.index.eq(self.ev_update.payload.index),
                                      pa.rtt.eq((self.now - f_ts)[:TIME_BITS])]
                         m.d.comb += [sus_clr.eq(path_bit(f_ent)),     # the path works
-                                     live_clr.eq(decode(p_k, K))]
+                                     probes.forget.eq(1)]
                         m.d.sync += p_k.eq(0)
                         m.next = "SACK_CHECK"
                 with m.Elif(hit | (p_k == K - 1)):
@@ -803,7 +684,8 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     err = Signal(signed(TIME_BITS + 1))
                     mag = Signal(TIME_BITS + 1)
-                    m.d.sync += [f_rtt.eq(sample), cw_set.eq(1)]
+                    m.d.sync += f_rtt.eq(sample)
+                    m.d.comb += cc.sack.eq(1)
                     m.d.comb += [err.eq(sgn(sample, TIME_BITS + 1)
                                         - sgn(row.srtt, TIME_BITS + 1)),
                                  mag.eq(Mux(err < 0, -err, err))]
@@ -880,7 +762,7 @@ class RetransmitTracker(wiring.Component):
 
             # ---- a hold whose packets have all been accounted for ends ---------------------
             with m.State("HOLD_CHECK"):
-                unproven = Array(suspect)[cq].bit_select(row.sus_path, 1) & row.sus_live
+                unproven = suspects.suspect.bit_select(row.sus_path, 1) & row.sus_live
                 with m.If(lapsed & unproven):
                     m.d.comb += [self.ev_update.valid.eq(1),
                                  self.ev_update.payload.index.eq(row.sus_index),
@@ -946,7 +828,7 @@ class RetransmitTracker(wiring.Component):
                     for q in range(Q):
                         with m.If(cq == q):
                             m.d.comb += una_d[q].eq(c_una + 1)
-                            m.d.sync += tstart[q].eq(self.now)
+                    m.d.comb += timer.restart.eq(1)
                     m.next = "WALK_RD"
 
             # ---- holes: outstanding packets far enough below the highest SACKed ------------
@@ -986,7 +868,7 @@ class RetransmitTracker(wiring.Component):
                 trimmed = t_rd.data == rec.time
                 on_marked = (row.marked & lost_on).any()
                 queued = trimmed | on_marked
-                again = (Array(suspect)[cq] & lost_on).any() & ~queued
+                again = (suspects.suspect & lost_on).any() & ~queued
                 early = Signal(TIME_BITS)      # how long before the latest arrived it left
                 r_rack = row.rack_ts
                 # (only a recent arrival counts: the 16-bit times wrap, and a plane silent for
@@ -1052,14 +934,8 @@ class RetransmitTracker(wiring.Component):
                 # queue that trimmed it was full, but halving on each trim starved a QP whose
                 # paths cross one slow link, which trims it again and again. An incast is held
                 # by rcv_cwnd_pen, and a path that keeps trimming is skipped.
-                m.d.comb += rd.addr.eq(slot(cq, p))
-                c_cwnd = Array(cwnd)[cq]
-                shrunk = Signal(CWND_BITS + 1)
-                m.d.comb += shrunk.eq(c_cwnd - Mux(rec.pkt.psn == p, rec.pkt.length, 0))
-                for q in range(Q):
-                    with m.If(cq == q):
-                        low = shrunk[-1] | (shrunk[:CWND_BITS] < self.cwnd_min)
-                        m.d.sync += cwnd[q].eq(Mux(low, self.cwnd_min, shrunk[:CWND_BITS]))
+                m.d.comb += [rd.addr.eq(slot(cq, p)), cc.trim.eq(1),
+                             cc.trim_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0))]
                 m.next = "NACK_EV"
             with m.State("NACK_EV"):
                 m.d.comb += [rd.addr.eq(slot(cq, p)), t_wr.addr.eq(slot(cq, p)),
@@ -1070,7 +946,7 @@ class RetransmitTracker(wiring.Component):
                 # SACK hole: resending every trim at once into the queue that trimmed it keeps
                 # that queue full. A retransmission trimmed so is a hole again: the scans pass
                 # over packets already resent, and it would wait for a timeout.
-                at_once = (((Array(flight)[cq] - rec.pkt.length)[:32] < Array(cwnd)[cq])
+                at_once = (((win.flight[cq] - rec.pkt.length)[:32] < cc.cwnd[cq])
                            | ((c_nxt - p)[:PSN_BITS] <= self.reorder))
                 with m.If((f_reason == wire.NackReason.TRIMMED) & (rec.ev == f_ent)
                           & (rec.pkt.psn == p)):
@@ -1105,9 +981,7 @@ class RetransmitTracker(wiring.Component):
                 # as the timer fires, which kept the window bits' address off the timer's path)
                 m.d.comb += [rd.addr.eq(slot(cq, p)), f_pend_clr.eq(~0)]
                 with m.If(p == c_nxt):
-                    for q in range(Q):
-                        with m.If(cq == q):
-                            m.d.sync += tstart[q].eq(self.now)
+                    m.d.comb += timer.restart.eq(1)
                     m.next = "IDLE"
                 with m.Elif(gbn | p_out):
                     m.next = "TO_EV"
@@ -1117,9 +991,7 @@ class RetransmitTracker(wiring.Component):
                 m.d.comb += rd.addr.eq(slot(cq, p))
                 with m.If((self.now - rec.time)[:TIME_BITS] < c_rto):
                     # It went out again lately: wait an RTO from then.
-                    for q in range(Q):
-                        with m.If(cq == q):
-                            m.d.sync += tstart[q].eq(rec.time)
+                    m.d.comb += [timer.restart.eq(1), restart_at.eq(rec.time)]
                     m.next = "IDLE"
                 with m.Else():
                     m.d.comb += [self.ev_update.valid.eq(1),
@@ -1132,9 +1004,7 @@ class RetransmitTracker(wiring.Component):
                 with m.If(emit_retransmit()):
                     m.d.comb += f_pend_set.eq(onehot(p))
                     count_retransmit()
-                    for q in range(Q):
-                        with m.If(cq == q):
-                            m.d.sync += tstart[q].eq(self.now)
+                    m.d.comb += timer.restart.eq(1)
                     m.d.sync += p.eq(p + 1)
                     m.next = "IDLE"
                     with m.If(gbn):

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from mrcnic import wire
 from mrcnic.evmap import EvLayout
-from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RACK_FRESH, RelMode, receiver_share
+from mrcnic.hdl.congestion_window import receiver_share
+from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RACK_FRESH, RelMode
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 

@@ -22,8 +22,9 @@ from scapy.layers.l2 import Ether
 from mrcnic import driver, wire
 from mrcnic import layers as L
 from mrcnic.evmap import ev_split, format_addr
+from mrcnic.hdl.congestion_window import receiver_share
 from mrcnic.hdl.qp_context import QpState, SrMode
-from mrcnic.hdl.retransmit_tracker import RelMode, receiver_share
+from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.hdl.segmenter import WrOpcode, WrStatus, completion_layout, work_request_layout
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import MAX_PLANES
