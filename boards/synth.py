@@ -194,6 +194,7 @@ def _tracker_unit(name):
             congestion_window,
             kept_probes,
             rto_timer,
+            rtt_estimator,
             send_window,
             suspect_paths,
             window_bits,
@@ -203,7 +204,8 @@ def _tracker_unit(name):
                 "rto_timer": lambda: rto_timer.RtoTimer(16),
                 "window_bits": lambda: window_bits.WindowBits(16, 256),
                 "suspect_paths": lambda: suspect_paths.SuspectPaths(16, EvLayout(2, 4).paths),
-                "kept_probes": lambda: kept_probes.KeptProbes(16, 64, 4)}[name]()
+                "kept_probes": lambda: kept_probes.KeptProbes(16, 64, 4),
+                "rtt_estimator": rtt_estimator.RttEstimator}[name]()
     return make
 
 
@@ -276,7 +278,7 @@ BLOCKS: dict[str, Callable] = {
     "retransmit_tracker": _retransmit_tracker,
     **{name: _tracker_unit(name) for name in (
         "congestion_window", "send_window", "rto_timer", "window_bits", "suspect_paths",
-        "kept_probes")},
+        "kept_probes", "rtt_estimator")},
     "register_bank": _register_bank,
     "nic": _nic,
     "nic_board": _nic_board,

@@ -2,7 +2,7 @@
 flight, hears the peer's SACKs and NACKs, completes what is acknowledged, retransmits what is
 missing on another EV, and reports the EVs that lost or marked packets."""
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -19,6 +19,7 @@ from .headers import header_view
 from .kept_probes import KeptProbes, probed_layout
 from .reorder_tracker import PSN_BITS, SACK_BITS
 from .rto_timer import RtoTimer
+from .rtt_estimator import RttEstimator
 from .segmenter import MAX_TRIES, WrStatus, completion_layout, packet_descriptor_layout
 from .send_window import SendWindow
 from .suspect_paths import SuspectPaths
@@ -277,10 +278,6 @@ class RetransmitTracker(wiring.Component):
 
         def slot(qp, psn):
             return Cat(psn[:wb], qp)
-
-        def sgn(v, width):
-            """``v`` (unsigned) as a signed value of ``width`` bits."""
-            return Cat(v, Const(0, width - len(v))).as_signed()
 
         def onehot(psn):
             return (Const(1, W) << psn[:wb])[:W]
@@ -566,6 +563,9 @@ class RetransmitTracker(wiring.Component):
         # NACK_CUT. Its inputs are the CC profile of ``cc_qp``, followed the cycle before.
         sample = Signal(TIME_BITS)            # the RTT sample, from the echoed timestamp
         m.d.comb += sample.eq(self.now - f_ts)
+        m.submodules.rtt = rtt = RttEstimator()
+        m.d.comb += [rtt.srtt.eq(row.srtt), rtt.rttvar.eq(row.rttvar),
+                     rtt.have_rtt.eq(row.have_rtt), rtt.sample.eq(sample)]
         # The packet that triggered this SACK left at or after the last cut.
         after_cut = (c_nxt - f_trig)[:PSN_BITS] <= (c_nxt - row.cut_psn)[:PSN_BITS]
         cut = cc.cut        # this SACK takes the multiplicative decrease
@@ -682,23 +682,13 @@ class RetransmitTracker(wiring.Component):
                     count("invalid")           # says cack both missing and arrived
                     m.next = "IDLE"
                 with m.Else():
-                    err = Signal(signed(TIME_BITS + 1))
-                    mag = Signal(TIME_BITS + 1)
                     m.d.sync += f_rtt.eq(sample)
                     m.d.comb += cc.sack.eq(1)
-                    m.d.comb += [err.eq(sgn(sample, TIME_BITS + 1)
-                                        - sgn(row.srtt, TIME_BITS + 1)),
-                                 mag.eq(Mux(err < 0, -err, err))]
                     # The QP's new RTT estimates and RACK time, into its row.
-                    c_rttvar = row.rttvar
-                    new_srtt, new_rttvar = Signal(TIME_BITS), Signal(TIME_BITS)
                     newer = Signal(TIME_BITS)
                     rack_moves = Signal()
                     # (a probe's answer is left out: its timestamp is the probe's)
                     m.d.comb += [
-                        new_srtt.eq(row.srtt + (err >> 3)),
-                        new_rttvar.eq(c_rttvar + ((sgn(mag, TIME_BITS + 2)
-                                                   - sgn(c_rttvar, TIME_BITS + 2)) >> 2)),
                         newer.eq(f_ts - row.rack_ts),
                         rack_moves.eq(~f_pr & (~row.rack_on | ~newer[-1])),
                     ]
@@ -709,11 +699,8 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += st_new.cutting.eq(0)
                     with m.If(rack_moves):
                         m.d.comb += [st_new.rack_ts.eq(f_ts), st_new.rack_on.eq(1)]
-                    with m.If(~row.have_rtt):
-                        m.d.comb += [st_new.srtt.eq(sample), st_new.rttvar.eq(sample >> 1),
-                                     st_new.have_rtt.eq(1)]
-                    with m.Else():
-                        m.d.comb += [st_new.srtt.eq(new_srtt), st_new.rttvar.eq(new_rttvar)]
+                    m.d.comb += [st_new.srtt.eq(rtt.srtt_next), st_new.rttvar.eq(rtt.rttvar_next),
+                                 st_new.have_rtt.eq(1)]
                     # What the bitmap covers is no longer outstanding, nor in flight: PIPE
                     # takes each of its PSNs still outstanding out of both, so a hole at una
                     # does not stall the QP while it is recovered. (It visits the bitmap's

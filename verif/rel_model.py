@@ -22,6 +22,15 @@ def retransmitted(counters: dict) -> int:
     return counters["rtx_sack"] + counters["rtx_trim"] + counters["rtx_timeout"]
 
 
+def smoothed(srtt: int | None, rttvar: int | None, rtt: int) -> tuple[int, int]:
+    """The RTT estimates after sample ``rtt`` (RFC 6298's, gains as shifts; ``srtt`` None
+    before the first sample), in the 16-bit arithmetic of the timestamps."""
+    if srtt is None:
+        return rtt, rtt >> 1
+    err = rtt - srtt
+    return (srtt + (err >> 3)) % TIME_MOD, (rttvar + ((abs(err) - rttvar) >> 2)) % TIME_MOD
+
+
 @dataclass
 class Sent:
     psn: int
@@ -159,12 +168,7 @@ class Sender:
         s = self.q[qp]
         after = s.cut is not None and self._d(s.nxt, trig) <= self._d(s.nxt, s.cut)
         may_cut = s.cut is None or after
-        if s.srtt is None:
-            s.srtt, s.rttvar = rtt, rtt >> 1
-        else:
-            err = rtt - s.srtt
-            s.srtt = (s.srtt + (err >> 3)) % (1 << 16)
-            s.rttvar = (s.rttvar + ((abs(err) - s.rttvar) >> 2)) % (1 << 16)
+        s.srtt, s.rttvar = smoothed(s.srtt, s.rttvar, rtt)
         s.cwnd, cut = self.cc.next(s.cwnd, ecn, rtt, pen, may_cut)
         if cut:
             s.cut = s.nxt
