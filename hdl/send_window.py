@@ -5,6 +5,7 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .bits import decode
 from .congestion_window import CWND_BITS
 from .reorder_tracker import PSN_BITS
 
@@ -64,13 +65,18 @@ class SendWindow(wiring.Component):
         flight = [Signal(FLIGHT_BITS, name=f"flight_q{q}") for q in range(Q)]
         m.d.comb += [self.flight[q].eq(flight[q]) for q in range(Q)]
 
-        m.d.comb += self.gate_open.eq(
-            ((self.gate_psn - Array(una)[self.gate_qp])[:PSN_BITS] < W)
-            & (self.unlimited | (Array(flight)[self.gate_qp] < Array(cwnd)[self.gate_qp]))
-            & ~(self.busy & (self.gate_qp == self.qp)))
+        # One rule, asked for the gate's QP and PSN and for each QP's next.
+        shut = Signal(Q)                 # the QP being served, while busy
+        m.d.comb += shut.eq(Mux(self.busy, decode(self.qp, Q), 0))
+
+        def may(psn, una, flight, cwnd, shut):
+            return (((psn - una)[:PSN_BITS] < W) & (self.unlimited | (flight < cwnd)) & ~shut)
+
+        m.d.comb += self.gate_open.eq(may(
+            self.gate_psn, Array(una)[self.gate_qp], Array(flight)[self.gate_qp],
+            Array(cwnd)[self.gate_qp], shut.bit_select(self.gate_qp, 1)))
         m.d.comb += self.gate_ready.eq(Cat(
-            ((nxt[q] - una[q])[:PSN_BITS] < W) & (self.unlimited | (flight[q] < cwnd[q]))
-            & ~(self.busy & (self.qp == q)) for q in range(Q)))
+            may(nxt[q], una[q], flight[q], cwnd[q], shut[q]) for q in range(Q)))
 
         # A packet's bytes count a cycle after it passes the gate (``tk``): the gate's decision
         # and this accounting were one path, the core clock's longest. The gate never sees the
