@@ -17,6 +17,7 @@ from .congestion_window import CWND_BITS, TIME_BITS, CongestionWindow
 from .ev_fields import ev_path
 from .headers import header_view
 from .kept_probes import KeptProbes, probed_layout
+from .qp_rows import QpRows
 from .reorder_tracker import PSN_BITS, SACK_BITS
 from .rto_timer import RtoTimer
 from .rtt_estimator import RttEstimator
@@ -162,6 +163,13 @@ class RetransmitTracker(wiring.Component):
     single-path QP crawled a packet a timeout after a long outage. The next SACK showing the
     loss, or the next timeout, takes the sweep up again past what it resent. In OFF the
     tracker acknowledges each packet itself as soon as it is recorded.
+
+    Its FSM serves one QP at a time (``cq``); the rest is in units of their own, driven for that
+    QP: the congestion window (``hdl/congestion_window.py``), the send window and bytes in
+    flight (``hdl/send_window.py``), the RTO timer (``hdl/rto_timer.py``), the RTT estimator
+    (``hdl/rtt_estimator.py``), the window bits (``hdl/window_bits.py``), the suspect paths and
+    the hold (``hdl/suspect_paths.py``), the kept probes (``hdl/kept_probes.py``), and the
+    rows of what only the FSM changes (``hdl/qp_rows.py``).
 
     Parameters
     ----------
@@ -324,11 +332,10 @@ class RetransmitTracker(wiring.Component):
         # blamed on the path (retiring queued paths spiralled: a clean bench run retired six).
         mark_set, mark_clr = Signal(NP), Signal(NP)
 
-        # What only the FSM changes of a QP, and only for its QP ``cq``: a row of a distributed
-        # RAM each, read for ``cq`` (and for the timer's QP and the host's view) and written
-        # back every cycle with this cycle's changes (``st_new``), or a QP's fresh row when it
-        # starts. (In flip-flops, each with its load logic and a selector for each reader,
-        # they cost what the RAM's copies do at 4 QPs, and more with every QP.)
+        # What only the FSM changes of a QP, and only for its QP ``cq``: a row each
+        # (hdl/qp_rows.py), QP cq's in a register (``row``), written back every cycle with this
+        # cycle's changes (``st_new``), or a QP's fresh row when it starts; also read for the
+        # timer's QP and the host's view.
         #   high: one past the highest PSN SACKed; srtt, rttvar, have_rtt: the RTT estimates;
         #   rack_ts, rack_on: RACK, the send time of the latest-sent packet known to have
         #   arrived (a SACK's echo; one for all planes: kept per plane, a QP with few packets
@@ -340,18 +347,11 @@ class RetransmitTracker(wiring.Component):
             "rack_ts": TIME_BITS, "rack_on": 1, "marked": NP, "hold_psn": PSN_BITS,
             "sus_index": range(E), "sus_path": range(NP), "sus_live": 1, "cut_psn": PSN_BITS,
             "cutting": 1, "last_rtt": TIME_BITS})
-        m.submodules.qp_state = st_mem = Memory(shape=qp_row, depth=1 << qb, init=[])
-        st_wr = st_mem.write_port()
-        st_rd = st_mem.read_port(domain="comb")          # QP cq_next's (below)
-        st_timer = st_mem.read_port(domain="comb")       # the timer's QP's
-        st_view = st_mem.read_port(domain="comb")        # the host's
-        # QP cq's row, in a register loaded with what cq's is to be as cq is chosen: this
-        # cycle's write where it is to that QP, else the RAM's. (Read by cq in the cycle it is
-        # used, the RAM began the core clock's longest path, through the hole tests.)
-        row_next, row = Signal(qp_row), Signal(qp_row)
-        m.d.sync += row.eq(row_next)
+        m.submodules.qp_state = rows = QpRows(Q, qp_row, readers=2)
+        row_next, row = rows.row_next, rows.row
+        st_timer, st_view = rows.read[0], rows.read[1]     # the timer's QP's, the host's
         st_new = Signal(qp_row)
-        m.d.comb += [st_new.eq(row), st_wr.en.eq(1), st_wr.data.eq(st_new)]
+        m.d.comb += [st_new.eq(row), rows.update.eq(st_new)]
 
         def path_bit(ev):
             return decode(ev_path(lay, ev), NP)
@@ -359,9 +359,9 @@ class RetransmitTracker(wiring.Component):
             count("probes_sent")
         m.d.comb += [self.view_cwnd.eq(cc.cwnd[self.view_qp]),
                      self.view_inflight.eq(win.flight[self.view_qp]),
-                     st_view.addr.eq(self.view_qp),
-                     self.view_rtt.eq(st_view.data.last_rtt),
-                     self.view_srtt.eq(st_view.data.srtt)]
+                     rows.read_qp[1].eq(self.view_qp),
+                     self.view_rtt.eq(st_view.last_rtt),
+                     self.view_srtt.eq(st_view.srtt)]
 
         off = self.mode == RelMode.OFF
         gbn = self.mode == RelMode.GO_BACK_N
@@ -408,8 +408,7 @@ class RetransmitTracker(wiring.Component):
         # ---- the FSM's QP and its state ------------------------------------------------------
         cq_next = Signal(range(Q))       # what cq is in the next cycle: the CC profile's QP
         m.d.comb += cq_next.eq(cq)
-        m.d.comb += [st_rd.addr.eq(cq_next), st_wr.addr.eq(cq),
-                     row_next.eq(Mux(st_wr.addr == cq_next, st_wr.data, st_rd.data))]
+        m.d.comb += [rows.qp.eq(cq), rows.qp_next.eq(cq_next)]
         # QP cq's una and nxt, and what the hole tests take from them and the row, in registers
         # loaded the same way (from ``cq_next``'s next values): selected by cq in the cycle they
         # are used, they began the core clock's longest path, into the record RAM.
@@ -509,12 +508,12 @@ class RetransmitTracker(wiring.Component):
         tq = timer.look
         t_q, t_busy, t_due, t_rto = timer.qp, timer.running, timer.due, timer.rto
         t_fresh = Signal()
-        m.d.comb += [st_timer.addr.eq(tq), timer.rto_min.eq(self.rto_min),
+        m.d.comb += [rows.read_qp[0].eq(tq), timer.rto_min.eq(self.rto_min),
                      timer.rto_max.eq(self.rto_max),
                      timer.looked.running.eq(Array(una)[tq] != Array(nxt)[tq]),
-                     timer.looked.srtt.eq(st_timer.data.srtt),
-                     timer.looked.rttvar.eq(st_timer.data.rttvar),
-                     timer.looked.have_rtt.eq(st_timer.data.have_rtt)]
+                     timer.looked.srtt.eq(st_timer.srtt),
+                     timer.looked.rttvar.eq(st_timer.rttvar),
+                     timer.looked.have_rtt.eq(st_timer.have_rtt)]
         m.d.sync += t_fresh.eq(0)                # (IDLE sets it)
         # The FSM's QP's timer starts again (WALK_USE, the timeout's states): now, unless said.
         restart_at = Signal(TIME_BITS)
@@ -593,8 +592,8 @@ class RetransmitTracker(wiring.Component):
                                  f_pend_clr.eq(~0), self.peer.valid.eq(1),
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
                     # (the QP's row afresh: no RTT, RACK, marks, hold or cut)
-                    m.d.comb += [st_wr.addr.eq(iq), st_wr.data.eq(0),
-                                 st_wr.data.high.eq(self.init.payload.psn)]
+                    m.d.comb += [rows.fresh.eq(1), rows.fresh_qp.eq(iq),
+                                 rows.fresh_row.high.eq(self.init.payload.psn)]
                     for q in range(Q):
                         with m.If(iq == q):
                             m.d.comb += [una_d[q].eq(self.init.payload.psn),

@@ -1,0 +1,55 @@
+"""cocotb test of the QP rows: every cycle, a random QP served next, the served QP's row given
+back changed at random, now and then a QP's fresh row, and two reads of any QPs; the served
+row, the row to come and the reads checked against a model of the rows (a write is seen by the
+next cycle's reads, and the served QP's register forwards this cycle's write)."""
+
+import random
+
+import cocotb
+from cocotb.triggers import FallingEdge, RisingEdge, Timer
+
+from mrcnic.verif.tbkit import params, setup
+
+
+@cocotb.test()
+async def each_qp_keeps_its_row(dut):
+    p = params()
+    rng = random.Random(p["seed"])
+    qps, width, readers = p["qps"], p["width"], p["readers"]
+    qp_bits = max(1, (qps - 1).bit_length())
+    mask = (1 << width) - 1
+    await setup(dut)
+    rows = [0] * qps              # zero from the start
+    qp = 0                        # after reset
+    reg = 0                       # the served QP's register
+    seen = {"forwarded": 0, "fresh": 0, "fresh_served": 0, "kept": 0}
+    for cycle in range(p["cycles"]):
+        await FallingEdge(dut.clk)
+        qp_next = qp if rng.random() < 0.5 else rng.randrange(qps)
+        update = reg if rng.random() < 0.4 else rng.getrandbits(width)
+        fresh, fresh_qp = rng.random() < 0.1, rng.choice([qp, qp_next, rng.randrange(qps)])
+        fresh_row = rng.getrandbits(width)
+        read_qp = [rng.randrange(qps) for _ in range(readers)]
+        dut.qp.value, dut.qp_next.value = qp, qp_next
+        dut.update.value = update
+        dut.fresh.value, dut.fresh_qp.value, dut.fresh_row.value = int(fresh), fresh_qp, fresh_row
+        dut.read_qp.value = sum(q << (i * qp_bits) for i, q in enumerate(read_qp))
+        await Timer(1, "ns")
+        assert int(dut.row.value) == reg, \
+            f"cycle {cycle}: QP {qp}'s row {int(dut.row.value):#x}, not {reg:#x}"
+        read = int(dut.read.value)
+        for i, q in enumerate(read_qp):
+            got = (read >> (i * width)) & mask
+            assert got == rows[q], f"cycle {cycle}: read {i} of QP {q}: {got:#x}, not {rows[q]:#x}"
+        at, written = (fresh_qp, fresh_row) if fresh else (qp, update)
+        want_next = written if at == qp_next else rows[qp_next]
+        assert int(dut.row_next.value) == want_next, \
+            f"cycle {cycle}: QP {qp_next}'s row to come {int(dut.row_next.value):#x}, not {want_next:#x}"
+        seen["forwarded"] += at == qp_next and not fresh
+        seen["fresh_served"] += fresh and at == qp_next
+        seen["fresh"] += fresh
+        seen["kept"] += not fresh and update == reg
+        await RisingEdge(dut.clk)
+        rows[at] = written
+        qp, reg = qp_next, want_next
+    assert all(seen.values()), f"cases never seen: {seen}"
