@@ -22,10 +22,12 @@ class SendWindow(wiring.Component):
     before the sends its acknowledgements make room for).
 
     Bytes in flight: a packet's payload counts once it passes the gate (``gate_take``, from the
-    next cycle: the gate's answer then does not include it, so pass one packet in two cycles at
-    most); ``acked_len`` bytes of QP ``qp`` leave as they are acknowledged or SACKed. A QP that
-    starts again (``restart``) has nothing in flight, and a packet passing the gate for it in
-    that cycle was queued before: its bytes do not count.
+    next cycle but one: the gate's answer in the next does not include it, so pass one packet
+    in two cycles at most); ``acked_len`` bytes of QP ``qp`` leave as they are acknowledged or
+    SACKed, from the next cycle but one too. A QP that starts again (``restart``) has nothing
+    in flight from the next cycle: a packet passing the gate for it in that cycle was queued
+    before, and bytes acknowledged in that cycle or the one before were of its last life, so
+    neither counts.
 
     Attributes
     ----------
@@ -84,19 +86,27 @@ class SendWindow(wiring.Component):
         tk, tk_q, tk_len = Signal(), Signal(range(Q)), Signal(13)
         m.d.sync += [tk.eq(self.gate_take & ~(self.restart & (self.gate_qp == self.restart_qp))),
                      tk_q.eq(self.gate_qp), tk_len.eq(self.gate_length)]
+        # Acknowledged bytes leave a cycle later too (``ak``): the tracker's walk, from its record
+        # RAM through the test of the record into ``acked_len``, and this subtraction were one
+        # path, the core clock's longest. The window only opens a cycle later for it. A restart
+        # wins over bytes acknowledged in its cycle or the one before: its QP has nothing in
+        # flight, and no bytes to take off.
+        ak_q, ak_len = Signal(range(Q)), Signal(13)
+        m.d.sync += [ak_q.eq(self.qp), ak_len.eq(Mux(
+            self.restart & (self.restart_qp == self.qp), 0, self.acked_len))]
         # Two adders, one for each QP that may change (the gate's and the tracker's), not two a
         # QP.
         took_q = Signal(FLIGHT_BITS)     # the gate's QP's bytes with what it takes (and gives back)
         gave_q = Signal(FLIGHT_BITS)     # the tracker's QP's, less what it acknowledged
         m.d.comb += [
-            took_q.eq(Array(flight)[tk_q] + tk_len - Mux(self.qp == tk_q, self.acked_len, 0)),
-            gave_q.eq(Array(flight)[self.qp] - self.acked_len),
+            took_q.eq(Array(flight)[tk_q] + tk_len - Mux(ak_q == tk_q, ak_len, 0)),
+            gave_q.eq(Array(flight)[ak_q] - ak_len),
         ]
         for q in range(Q):
             with m.If(self.restart & (self.restart_qp == q)):
                 m.d.sync += flight[q].eq(0)
             with m.Elif(tk & (tk_q == q)):
                 m.d.sync += flight[q].eq(took_q)
-            with m.Elif(self.qp == q):
+            with m.Elif(ak_q == q):
                 m.d.sync += flight[q].eq(gave_q)
         return m

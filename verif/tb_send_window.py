@@ -1,8 +1,8 @@
 """cocotb test of the send window: every cycle, random PSN windows, congestion windows, gate
 requests, sends, acknowledgements, restarts and busy QPs; the gate's answer, every QP's
-readiness and every QP's bytes in flight checked against a model of the rules (a send counts
-from the cycle after the next, a restart empties its QP and forgets a send for it in the same
-cycle)."""
+readiness and every QP's bytes in flight checked against a model of the rules (a send and an
+acknowledgement count from the cycle after the next; a restart empties its QP and forgets a
+send for it in its cycle, and bytes acknowledged in its cycle or the one before)."""
 
 import random
 
@@ -41,6 +41,7 @@ async def the_gate_follows_both_windows(dut):
     await setup(dut)
     flight = [0] * qps
     took = None                      # last cycle's send: (qp, length)
+    acks = (0, 0)                    # last cycle's acknowledged bytes: (qp, length)
     una = [rng.randrange(PSN_MOD) for _ in range(qps)]
     seen = {"open": 0, "shut_psn": 0, "shut_bytes": 0, "shut_busy": 0, "restart": 0}
     for cycle in range(p["cycles"]):
@@ -80,15 +81,18 @@ async def the_gate_follows_both_windows(dut):
         assert int(dut.gate_ready.value) == ready, \
             f"cycle {cycle}: gate_ready {int(dut.gate_ready.value):0{qps}b}, not {ready:0{qps}b}"
         await RisingEdge(dut.clk)
+        # the last cycle's send and acknowledgement, then this cycle's restart
         new = list(flight)
+        aq, alen = acks
         if took is not None:
             tq, tlen = took
-            new[tq] = (flight[tq] + tlen - (acked if qp == tq else 0)) % FLIGHT_MOD
-        if took is None or took[0] != qp:
-            new[qp] = (flight[qp] - acked) % FLIGHT_MOD
+            new[tq] = (flight[tq] + tlen - (alen if aq == tq else 0)) % FLIGHT_MOD
+        if took is None or took[0] != aq:
+            new[aq] = (flight[aq] - alen) % FLIGHT_MOD
         if restart:
             new[restart_qp] = 0
             seen["restart"] += 1
         flight = new
         took = (gate_qp, gate_length) if take and not (restart and gate_qp == restart_qp) else None
+        acks = (qp, 0 if restart and restart_qp == qp else acked)
     assert all(seen.values()), f"cases never seen: {seen}"
