@@ -50,7 +50,7 @@ class KeptProbes(wiring.Component):
         m = Module()
         Q, K = self._qps, self._kept
         qb = max(1, (Q - 1).bit_length())
-        m.submodules.probes = mem = Memory(
+        m.submodules.kept = mem = Memory(
             shape=data.StructLayout({"ev": 32, "index": range(self._evs)}), depth=(1 << qb) * K,
             init=[])
         wr, rd = mem.write_port(), mem.read_port(domain="comb")

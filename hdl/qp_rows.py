@@ -17,10 +17,10 @@ class QpRows(wiring.Component):
     (``qp_next``, which is ``qp`` in the next cycle) with what that QP's row is to be, this
     cycle's write where it is to that QP, else the RAM's. (Read from the RAM by ``qp`` in the
     cycle it is used, the row began the core clock's longest path.) ``row_next`` is what it is
-    loaded with. Every cycle ``update`` is written back as QP ``qp``'s row (the user gives
-    ``row`` with its changes), or, with ``fresh``, ``fresh_row`` as QP ``fresh_qp``'s (a QP that
-    starts again). (In flip-flops, with load logic and a selector for each reader, such rows
-    cost what the RAM's copies do at 4 QPs, and more with every QP.)
+    loaded with. Every cycle ``update`` is written as QP ``update_qp``'s row: the user gives
+    back ``row`` with its changes for ``qp``, or a fresh row for a QP that starts again. (In
+    flip-flops, with load logic and a selector for each reader, such rows cost what the RAM's
+    copies do at 4 QPs, and more with every QP.)
 
     ``readers`` more read ports, at once and for any QP: ``read[i]`` is QP ``read_qp[i]``'s row
     as the RAM holds it.
@@ -28,7 +28,7 @@ class QpRows(wiring.Component):
     Attributes
     ----------
     qp, qp_next : In(range(qps));  row, row_next : Out(layout)
-    update : In(layout);  fresh : In(1);  fresh_qp : In(range(qps));  fresh_row : In(layout)
+    update : In(layout);  update_qp : In(range(qps))
     read_qp : In(ArrayLayout(range(qps), readers));  read : Out(ArrayLayout(layout, readers))
     """
 
@@ -41,8 +41,7 @@ class QpRows(wiring.Component):
         super().__init__({
             "qp": In(range(qps)), "qp_next": In(range(qps)),
             "row": Out(layout), "row_next": Out(layout),
-            "update": In(layout), "fresh": In(1), "fresh_qp": In(range(qps)),
-            "fresh_row": In(layout),
+            "update": In(layout), "update_qp": In(range(qps)),
             "read_qp": In(data.ArrayLayout(range(qps), readers)),
             "read": Out(data.ArrayLayout(layout, readers)),
         })
@@ -52,8 +51,7 @@ class QpRows(wiring.Component):
         depth = 1 << max(1, (self._qps - 1).bit_length())
         m.submodules.rows = mem = Memory(shape=self._layout, depth=depth, init=[])
         wr, rd = mem.write_port(), mem.read_port(domain="comb")
-        m.d.comb += [wr.en.eq(1), wr.addr.eq(Mux(self.fresh, self.fresh_qp, self.qp)),
-                     wr.data.eq(Mux(self.fresh, self.fresh_row, self.update)),
+        m.d.comb += [wr.en.eq(1), wr.addr.eq(self.update_qp), wr.data.eq(self.update),
                      rd.addr.eq(self.qp_next),
                      self.row_next.eq(Mux(wr.addr == self.qp_next, wr.data, rd.data))]
         m.d.sync += self.row.eq(self.row_next)

@@ -408,7 +408,7 @@ class RetransmitTracker(wiring.Component):
         # ---- the FSM's QP and its state ------------------------------------------------------
         cq_next = Signal(range(Q))       # what cq is in the next cycle: the CC profile's QP
         m.d.comb += cq_next.eq(cq)
-        m.d.comb += [rows.qp.eq(cq), rows.qp_next.eq(cq_next)]
+        m.d.comb += [rows.qp.eq(cq), rows.qp_next.eq(cq_next), rows.update_qp.eq(cq)]
         # QP cq's una and nxt, and what the hole tests take from them and the row, in registers
         # loaded the same way (from ``cq_next``'s next values): selected by cq in the cycle they
         # are used, they began the core clock's longest path, into the record RAM.
@@ -592,8 +592,8 @@ class RetransmitTracker(wiring.Component):
                                  f_pend_clr.eq(~0), self.peer.valid.eq(1),
                                  self.peer.payload.qp.eq(iq), self.peer.payload.planes.eq(~0)]
                     # (the QP's row afresh: no RTT, RACK, marks, hold or cut)
-                    m.d.comb += [rows.fresh.eq(1), rows.fresh_qp.eq(iq),
-                                 rows.fresh_row.high.eq(self.init.payload.psn)]
+                    m.d.comb += [rows.update_qp.eq(iq), st_new.eq(0),
+                                 st_new.high.eq(self.init.payload.psn)]
                     for q in range(Q):
                         with m.If(iq == q):
                             m.d.comb += [una_d[q].eq(self.init.payload.psn),

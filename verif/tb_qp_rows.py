@@ -26,13 +26,14 @@ async def each_qp_keeps_its_row(dut):
     for cycle in range(p["cycles"]):
         await FallingEdge(dut.clk)
         qp_next = qp if rng.random() < 0.5 else rng.randrange(qps)
-        update = reg if rng.random() < 0.4 else rng.getrandbits(width)
-        fresh, fresh_qp = rng.random() < 0.1, rng.choice([qp, qp_next, rng.randrange(qps)])
-        fresh_row = rng.getrandbits(width)
+        # mostly the served row given back, changed or not; now and then a fresh row for a
+        # QP that starts, any QP
+        fresh = rng.random() < 0.1
+        update_qp = rng.choice([qp, qp_next, rng.randrange(qps)]) if fresh else qp
+        update = reg if not fresh and rng.random() < 0.4 else rng.getrandbits(width)
         read_qp = [rng.randrange(qps) for _ in range(readers)]
         dut.qp.value, dut.qp_next.value = qp, qp_next
-        dut.update.value = update
-        dut.fresh.value, dut.fresh_qp.value, dut.fresh_row.value = int(fresh), fresh_qp, fresh_row
+        dut.update.value, dut.update_qp.value = update, update_qp
         dut.read_qp.value = sum(q << (i * qp_bits) for i, q in enumerate(read_qp))
         await Timer(1, "ns")
         assert int(dut.row.value) == reg, \
@@ -41,7 +42,7 @@ async def each_qp_keeps_its_row(dut):
         for i, q in enumerate(read_qp):
             got = (read >> (i * width)) & mask
             assert got == rows[q], f"cycle {cycle}: read {i} of QP {q}: {got:#x}, not {rows[q]:#x}"
-        at, written = (fresh_qp, fresh_row) if fresh else (qp, update)
+        at, written = update_qp, update
         want_next = written if at == qp_next else rows[qp_next]
         assert int(dut.row_next.value) == want_next, \
             f"cycle {cycle}: QP {qp_next}'s row to come {int(dut.row_next.value):#x}, not {want_next:#x}"
