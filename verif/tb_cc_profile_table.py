@@ -9,7 +9,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from mrcnic.hdl.cc_profile_table import cc_params_layout
-from mrcnic.verif.layouts import decode, encode
+from mrcnic.verif.layouts import as_int, decode
 from mrcnic.verif.tbkit import params, setup
 
 LAYOUT = cc_params_layout()
@@ -17,10 +17,6 @@ LAYOUT = cc_params_layout()
 
 def random_params(rng) -> dict:
     return {name: rng.randrange(1 << f.width) for name, f in LAYOUT}
-
-
-def as_int(layout, values) -> int:
-    return int.from_bytes(encode(layout, values), "little")
 
 
 @cocotb.test()

@@ -6,9 +6,11 @@ as the sender's reference model computes it (``verif/rel_model.py``'s ``Congesti
 import random
 
 import cocotb
+from amaranth.lib.data import ArrayLayout
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from mrcnic.hdl.congestion_window import CWND_BITS
+from mrcnic.verif.layouts import decode
 from mrcnic.verif.rel_model import Congestion
 from mrcnic.verif.tbkit import params, setup
 
@@ -74,10 +76,8 @@ async def each_window_follows_nscc(dut):
         dut.pen_take.value, dut.pen.value = int(pen_take), pen
         dut.trim.value, dut.trim_len.value = int(trim), trim_len
         await Timer(1, "ns")
-        got = int(dut.cwnd.value)
-        for q in range(qps):
-            have = (got >> (q * CWND_BITS)) & ((1 << CWND_BITS) - 1)
-            assert have == cwnd[q], f"cycle {cycle}: QP {q}'s window is {have}, not {cwnd[q]}"
+        got = decode(ArrayLayout(CWND_BITS, qps), int(dut.cwnd.value))
+        assert got == cwnd, f"cycle {cycle}: the windows are {got}, not {cwnd}"
         if sack:
             new, cut = cc.next(cwnd[qp], ecn, sample, pen_now, may_cut)
             assert int(dut.cut.value) == int(cut), \

@@ -7,6 +7,8 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
+from mrcnic.hdl.kept_probes import probed_layout
+from mrcnic.verif.layouts import as_int
 from mrcnic.verif.tbkit import params, setup
 
 
@@ -15,7 +17,6 @@ async def each_qp_keeps_its_latest_probes(dut):
     p = params()
     rng = random.Random(p["seed"])
     qps, evs, kept = p["qps"], p["evs"], p["kept"]
-    qp_bits, index_bits = max(1, (qps - 1).bit_length()), max(1, (evs - 1).bit_length())
     await setup(dut)
     slots = [[None] * kept for _ in range(qps)]     # (ev, index) of each live kept probe
     nxt = [0] * qps
@@ -30,7 +31,8 @@ async def each_qp_keeps_its_latest_probes(dut):
         ev = slots[qp][k][0] if slots[qp][k] and rng.random() < 0.6 else rng.choice(pool)
         forget = rng.random() < 0.2
         dut.probed_tvalid.value = int(probe)
-        dut.probed_tdata.value = pq | pindex << qp_bits | pev << (qp_bits + index_bits)
+        dut.probed_tdata.value = as_int(probed_layout(qps, evs),
+                                        {"qp": pq, "index": pindex, "ev": pev})
         dut.qp.value, dut.k.value, dut.ev.value, dut.forget.value = qp, k, ev, int(forget)
         await Timer(1, "ns")
         slot = slots[qp][k]

@@ -6,8 +6,10 @@ next cycle's reads, and the served QP's register forwards this cycle's write).""
 import random
 
 import cocotb
+from amaranth.lib.data import ArrayLayout
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
+from mrcnic.verif.layouts import as_int, decode
 from mrcnic.verif.tbkit import params, setup
 
 
@@ -16,8 +18,6 @@ async def each_qp_keeps_its_row(dut):
     p = params()
     rng = random.Random(p["seed"])
     qps, width, readers = p["qps"], p["width"], p["readers"]
-    qp_bits = max(1, (qps - 1).bit_length())
-    mask = (1 << width) - 1
     await setup(dut)
     rows = [0] * qps              # zero from the start
     qp = 0                        # after reset
@@ -34,14 +34,13 @@ async def each_qp_keeps_its_row(dut):
         read_qp = [rng.randrange(qps) for _ in range(readers)]
         dut.qp.value, dut.qp_next.value = qp, qp_next
         dut.update.value, dut.update_qp.value = update, update_qp
-        dut.read_qp.value = sum(q << (i * qp_bits) for i, q in enumerate(read_qp))
+        dut.read_qp.value = as_int(ArrayLayout(range(qps), readers), read_qp)
         await Timer(1, "ns")
         assert int(dut.row.value) == reg, \
             f"cycle {cycle}: QP {qp}'s row {int(dut.row.value):#x}, not {reg:#x}"
-        read = int(dut.read.value)
-        for i, q in enumerate(read_qp):
-            got = (read >> (i * width)) & mask
-            assert got == rows[q], f"cycle {cycle}: read {i} of QP {q}: {got:#x}, not {rows[q]:#x}"
+        got = decode(ArrayLayout(width, readers), int(dut.read.value))
+        want = [rows[q] for q in read_qp]
+        assert got == want, f"cycle {cycle}: QPs {read_qp} read {got}, not {want}"
         at, written = update_qp, update
         want_next = written if at == qp_next else rows[qp_next]
         assert int(dut.row_next.value) == want_next, \

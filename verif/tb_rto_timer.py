@@ -10,7 +10,7 @@ from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from mrcnic.hdl.congestion_window import TIME_BITS
 from mrcnic.hdl.rto_timer import rtt_estimate_layout
-from mrcnic.verif.layouts import encode
+from mrcnic.verif.layouts import as_int
 from mrcnic.verif.tbkit import params, setup
 
 TIME_MOD = 1 << TIME_BITS
@@ -48,8 +48,7 @@ async def each_timer_fires_after_its_rto(dut):
                             ("restart", int(restart)), ("restart_qp", restart_qp),
                             ("restart_at", restart_at), ("rto_min", rto_min),
                             ("rto_max", rto_max),
-                            ("looked", int.from_bytes(encode(rtt_estimate_layout(), est),
-                                                      "little"))):
+                            ("looked", as_int(rtt_estimate_layout(), est))):
             getattr(dut, name).value = value
         await Timer(1, "ns")
         if cycle == 0:

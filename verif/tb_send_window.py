@@ -7,22 +7,16 @@ send for it in its cycle, and bytes acknowledged in its cycle or the one before)
 import random
 
 import cocotb
+from amaranth.lib.data import ArrayLayout
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from mrcnic.hdl.congestion_window import CWND_BITS
 from mrcnic.hdl.reorder_tracker import PSN_BITS
 from mrcnic.hdl.send_window import FLIGHT_BITS
+from mrcnic.verif.layouts import as_int, decode
 from mrcnic.verif.tbkit import params, setup
 
 PSN_MOD, FLIGHT_MOD = 1 << PSN_BITS, 1 << FLIGHT_BITS
-
-
-def pack(values, width):
-    return sum(v << (i * width) for i, v in enumerate(values))
-
-
-def unpack(value, width, n):
-    return [(value >> (i * width)) & ((1 << width) - 1) for i in range(n)]
 
 
 def may_send(q, psn, una, flight, cwnd, unlimited, busy, qp, window):
@@ -38,6 +32,8 @@ async def the_gate_follows_both_windows(dut):
     p = params()
     rng = random.Random(p["seed"])
     qps, window = p["qps"], p["window"]
+    psns, windows = ArrayLayout(PSN_BITS, qps), ArrayLayout(CWND_BITS, qps)
+    flights = ArrayLayout(FLIGHT_BITS, qps)
     await setup(dut)
     flight = [0] * qps
     took = None                      # last cycle's send: (qp, length)
@@ -59,16 +55,16 @@ async def the_gate_follows_both_windows(dut):
         gate_length = rng.randrange(1 << 13)
         # the TX side passes at most one packet in two cycles
         take = took is None and rng.random() < 0.5
-        for name, value in (("una", pack(una, PSN_BITS)), ("nxt", pack(nxt, PSN_BITS)),
-                            ("cwnd", pack(cwnd, CWND_BITS)), ("unlimited", int(unlimited)),
+        for name, value in (("una", as_int(psns, una)), ("nxt", as_int(psns, nxt)),
+                            ("cwnd", as_int(windows, cwnd)), ("unlimited", int(unlimited)),
                             ("qp", qp), ("busy", int(busy)), ("acked_len", acked),
                             ("restart", int(restart)), ("restart_qp", restart_qp),
                             ("gate_qp", gate_qp), ("gate_psn", gate_psn),
                             ("gate_length", gate_length), ("gate_take", int(take))):
             getattr(dut, name).value = value
         await Timer(1, "ns")
-        assert unpack(int(dut.flight.value), FLIGHT_BITS, qps) == flight, \
-            f"cycle {cycle}: bytes in flight {unpack(int(dut.flight.value), FLIGHT_BITS, qps)}, not {flight}"
+        got = decode(flights, int(dut.flight.value))
+        assert got == flight, f"cycle {cycle}: bytes in flight {got}, not {flight}"
 
         now = {"una": una, "flight": flight, "cwnd": cwnd, "unlimited": unlimited,
                "busy": busy, "qp": qp, "window": window}

@@ -6,8 +6,10 @@ over an end, a restart over everything)."""
 import random
 
 import cocotb
+from amaranth.lib.data import ArrayLayout
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
+from mrcnic.verif.layouts import decode
 from mrcnic.verif.tbkit import params, setup
 
 
@@ -32,11 +34,9 @@ async def each_qp_holds_its_suspect_paths(dut):
                             ("restart", int(restart)), ("restart_qp", restart_qp)):
             getattr(dut, name).value = value
         await Timer(1, "ns")
-        hold = int(dut.hold.value)
-        for q in range(qps):
-            want = suspect[q] if holding[q] else 0
-            got = (hold >> (q * paths)) & ((1 << paths) - 1)
-            assert got == want, f"cycle {cycle}: QP {q} holds {got:0{paths}b}, not {want:0{paths}b}"
+        hold = decode(ArrayLayout(paths, qps), int(dut.hold.value))
+        want = [s if h else 0 for s, h in zip(suspect, holding, strict=True)]
+        assert hold == want, f"cycle {cycle}: the QPs hold {hold}, not {want}"
         assert int(dut.suspect.value) == suspect[qp], f"cycle {cycle}: QP {qp}'s suspects"
         assert int(dut.holding.value) == int(holding[qp]), f"cycle {cycle}: QP {qp} holding"
         seen["held"] += bool(holding[qp] and suspect[qp])
