@@ -192,7 +192,11 @@ def _tracker_unit(name):
         from mrcnic.evmap import EvLayout
         from mrcnic.hdl import (
             congestion_window,
+            feedback_check,
+            hole_judge,
             kept_probes,
+            packet_records,
+            psn_bounds,
             rto_timer,
             rtt_estimator,
             send_window,
@@ -205,7 +209,11 @@ def _tracker_unit(name):
                 "window_bits": lambda: window_bits.WindowBits(16, 256),
                 "suspect_paths": lambda: suspect_paths.SuspectPaths(16, EvLayout(2, 4).paths),
                 "kept_probes": lambda: kept_probes.KeptProbes(16, 64, 4),
-                "rtt_estimator": rtt_estimator.RttEstimator}[name]()
+                "rtt_estimator": rtt_estimator.RttEstimator,
+                "packet_records": lambda: packet_records.PacketRecords(16, 64, 256),
+                "psn_bounds": lambda: psn_bounds.PsnBounds(16),
+                "feedback_check": feedback_check.FeedbackCheck,
+                "hole_judge": lambda: hole_judge.HoleJudge(EvLayout(2, 4).paths)}[name]()
     return make
 
 
@@ -278,7 +286,8 @@ BLOCKS: dict[str, Callable] = {
     "retransmit_tracker": _retransmit_tracker,
     **{name: _tracker_unit(name) for name in (
         "congestion_window", "send_window", "rto_timer", "window_bits", "suspect_paths",
-        "kept_probes", "rtt_estimator")},
+        "kept_probes", "rtt_estimator", "packet_records", "psn_bounds", "feedback_check",
+        "hole_judge")},
     "register_bank": _register_bank,
     "nic": _nic,
     "nic_board": _nic_board,

@@ -2,9 +2,8 @@
 flight, hears the peer's SACKs and NACKs, completes what is acknowledged, retransmits what is
 missing on another EV, and reports the EVs that lost or marked packets."""
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from mrcnic import wire
@@ -15,8 +14,12 @@ from mrcnic.regmap import REL_COUNTERS
 from .bits import decode, first_set, last_set
 from .congestion_window import CWND_BITS, TIME_BITS, CongestionWindow
 from .ev_fields import ev_path
+from .feedback_check import FeedbackCheck, Verdict
 from .headers import header_view
+from .hole_judge import HoleJudge
 from .kept_probes import KeptProbes, probed_layout
+from .packet_records import PacketRecords, sent_layout
+from .psn_bounds import PsnBounds
 from .qp_rows import QpRows
 from .reorder_tracker import PSN_BITS, SACK_BITS
 from .rto_timer import RtoTimer
@@ -27,20 +30,10 @@ from .suspect_paths import SuspectPaths
 from .transport_parser import transport_layout
 from .window_bits import WindowBits
 
-#: The time rule takes an arrival for this many cycles (65 us at 250 MHz): well inside the 16-bit
-#: clock's half turn, so "sent before it" never wraps.
-RACK_FRESH = 1 << 14
-
-__all__ = ["RelMode", "sent_layout", "retransmit_layout", "PathEvent", "path_event_layout",
-           "RetransmitTracker", "PROBES_KEPT", "RACK_FRESH", "TIME_BITS"]
+__all__ = ["RelMode", "retransmit_layout", "PathEvent", "path_event_layout",
+           "RetransmitTracker", "PROBES_KEPT", "TIME_BITS"]
 
 PROBES_KEPT = 4         # a QP's latest probes an answer is matched against
-
-
-def sent_layout(qps, evs):
-    """A data packet granted its EV: the tracker records it."""
-    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "index": range(evs),
-                              "ev": 32})
 
 
 def retransmit_layout(qps, evs):
@@ -59,11 +52,6 @@ class PathEvent(enum.Enum, shape=2):
 def path_event_layout(qps, evs):
     return data.StructLayout({"qp": range(qps), "index": range(evs), "kind": PathEvent,
                               "rtt": TIME_BITS, "ecn": 1})
-
-
-def _record_layout(qps, evs):
-    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "index": range(evs),
-                              "ev": 32, "time": TIME_BITS})
 
 
 class _Cause(enum.Enum, shape=2):
@@ -165,11 +153,13 @@ class RetransmitTracker(wiring.Component):
     tracker acknowledges each packet itself as soon as it is recorded.
 
     Its FSM serves one QP at a time (``cq``); the rest is in units of their own, driven for that
-    QP: the congestion window (``hdl/congestion_window.py``), the send window and bytes in
-    flight (``hdl/send_window.py``), the RTO timer (``hdl/rto_timer.py``), the RTT estimator
-    (``hdl/rtt_estimator.py``), the window bits (``hdl/window_bits.py``), the suspect paths and
-    the hold (``hdl/suspect_paths.py``), the kept probes (``hdl/kept_probes.py``), and the
-    rows of what only the FSM changes (``hdl/qp_rows.py``).
+    QP: the packet records (``hdl/packet_records.py``), each QP's una and nxt
+    (``hdl/psn_bounds.py``), the feedback's check (``hdl/feedback_check.py``), the hole judge
+    (``hdl/hole_judge.py``), the congestion window (``hdl/congestion_window.py``), the send
+    window and bytes in flight (``hdl/send_window.py``), the RTO timer (``hdl/rto_timer.py``),
+    the RTT estimator (``hdl/rtt_estimator.py``), the window bits (``hdl/window_bits.py``), the
+    suspect paths and the hold (``hdl/suspect_paths.py``), the kept probes
+    (``hdl/kept_probes.py``), and the rows of what only the FSM changes (``hdl/qp_rows.py``).
 
     Parameters
     ----------
@@ -271,21 +261,19 @@ class RetransmitTracker(wiring.Component):
         m = Module()
         Q, E, W = self._qps, self._evs, self._window
         wb = W.bit_length() - 1
-        qb = max(1, (Q - 1).bit_length())
-        rec_layout = _record_layout(Q, E)
-        m.submodules.records = mem = Memory(shape=rec_layout, depth=(1 << qb) * W, init=[])
-        wr = mem.write_port()
-        rd = mem.read_port(transparent_for=(wr,))
-        # The record being offered on a stream is held until taken: a ``sent`` may rewrite its
-        # slot (the read port is transparent), and a payload must not change under valid. The
-        # read port holds it: it reads nothing more while the offer waits (a copy in flip-flops
-        # and a multiplexer in front of the RAM did the same for 500 LUT4s more). Its enable is
-        # at the end, from the FSM's state.
-        rec = Signal(rec_layout)     # (a signal: each field read of an expression converts it again)
-        m.d.comb += rec.eq(rd.data)
+        # A record per packet in flight (hdl/packet_records.py), written as it is sent, read
+        # for QP cq. The record being offered on a stream is held until taken: a ``sent`` may
+        # rewrite its slot (the read port is transparent), and a payload must not change under
+        # valid. The read port holds it: it reads nothing more while the offer waits (a copy in
+        # flip-flops and a multiplexer in front of the RAM did the same for 500 LUT4s more). Its
+        # enable is at the end, from the FSM's state.
+        m.submodules.packets = packets = PacketRecords(Q, E, W)
+        wiring.connect(m, wiring.flipped(self.sent), packets.sent)
+        rec = packets.record
 
-        def slot(qp, psn):
-            return Cat(psn[:wb], qp)
+        def read_at(psn):
+            """The record of QP cq's ``psn``, in the next cycle."""
+            m.d.comb += [packets.addr_qp.eq(cq), packets.addr_psn.eq(psn)]
 
         def onehot(psn):
             return (Const(1, W) << psn[:wb])[:W]
@@ -293,14 +281,9 @@ class RetransmitTracker(wiring.Component):
         def count(name):
             m.d.comb += getattr(self, name).eq(1)
 
-        una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
-        nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
-        # What each becomes next cycle: the FSM keeps its own QP's in registers (below).
-        una_d = [Signal(PSN_BITS, name=f"una_d_q{q}") for q in range(Q)]
-        nxt_d = [Signal(PSN_BITS, name=f"nxt_d_q{q}") for q in range(Q)]
-        for q in range(Q):
-            m.d.comb += [una_d[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
-            m.d.sync += [una[q].eq(una_d[q]), nxt[q].eq(nxt_d[q])]
+        # Each QP's una and nxt, and the served QP's in registers (hdl/psn_bounds.py).
+        m.submodules.bounds = bounds = PsnBounds(Q)
+        una, nxt = bounds.una, bounds.nxt
         # Each QP's congestion window, what it may send and its bytes in flight, and its
         # retransmission timer: units of their own, acting for the QP the FSM serves.
         m.submodules.cc = cc = CongestionWindow(Q)
@@ -311,16 +294,11 @@ class RetransmitTracker(wiring.Component):
         m.submodules.probes = probes = KeptProbes(Q, E, K)
         wiring.connect(m, wiring.flipped(self.probed), probes.probed)
         p_k = Signal(range(K))
-        # The send time of each packet NACKed as trimmed, by its slot: its SACK hole is a full
-        # queue's, not its path's. Kept per packet, not per QP: under a load that never lets
-        # up, a QP-wide exemption lasted as long as the load, and a dead link (which trims
-        # nothing) was only ever skipped. A retransmission's record has a later time, so a
-        # loss of that try counts against its path again. (A slot's stale time, or the reset
-        # 0, equal to a later send's by chance, 1 in 2^16, only excuses that one hole.)
-        m.submodules.trims = tmem = Memory(shape=TIME_BITS, depth=(1 << qb) * W, init=[])
-        t_wr = tmem.write_port()
-        t_rd = tmem.read_port()
-        m.d.comb += t_rd.addr.eq(rd.addr)
+        # The send time of each packet NACKed as trimmed is kept by its slot (``packets``):
+        # kept per packet, not per QP: under a load that never lets up, a QP-wide exemption
+        # lasted as long as the load, and a dead link (which trims nothing) was only ever
+        # skipped. (A slot's stale time, or the reset 0, equal to a later send's by chance, 1
+        # in 2^16, only excuses that one hole.)
         # Paths (an EV's plane and spine fields) that lost a packet (a SACK hole) with none
         # arriving on them since, and the hold (below).
         lay = self._layout
@@ -377,8 +355,7 @@ class RetransmitTracker(wiring.Component):
         # is set from the FSM's state, below it.
         busy = Signal()
         cq = Signal(range(Q))
-        m.d.comb += [win.una[q].eq(una[q]) for q in range(Q)]
-        m.d.comb += [win.nxt[q].eq(nxt[q]) for q in range(Q)]
+        m.d.comb += [win.una.eq(una), win.nxt.eq(nxt)]
         m.d.comb += [win.cwnd.eq(cc.cwnd), win.unlimited.eq(off), win.qp.eq(cq),
                      win.busy.eq(busy), win.gate_qp.eq(self.gate_qp),
                      win.gate_psn.eq(self.gate_psn), win.gate_length.eq(self.gate_length),
@@ -387,40 +364,23 @@ class RetransmitTracker(wiring.Component):
 
         # ---- packets sent: recorded as granted ------------------------------------------------
         s = self.sent.payload
-        s_q, s_psn = s.pkt.qp, s.pkt.psn
-        s_una, s_nxt = Array(una)[s_q], Array(nxt)[s_q]
-        # A new packet is the QP's next PSN; one queued before the QP restarted is not recorded.
-        s_new = self.sent.valid & (s.pkt.tries == 0) & (s_psn == s_nxt)
-        # A retransmission is recorded only while its PSN is still in flight: once acknowledged,
-        # its slot may already belong to the PSN a window later.
-        s_live = (s_psn - s_una)[:PSN_BITS] < (s_nxt - s_una)[:PSN_BITS]
-        m.d.comb += [
-            wr.en.eq(s_new | (self.sent.valid & (s.pkt.tries != 0) & s_live)),
-            wr.addr.eq(slot(s_q, s_psn)),
-            wr.data.eq(Cat(s.pkt, s.index, s.ev, self.now)),
-        ]
-        for q in range(Q):
-            with m.If(s_new & (s_q == q)):
-                m.d.comb += nxt_d[q].eq(s_psn + 1)
+        m.d.comb += [packets.now.eq(self.now), packets.una.eq(una), packets.nxt.eq(nxt),
+                     bounds.send.eq(packets.new), bounds.send_qp.eq(s.pkt.qp),
+                     bounds.send_psn.eq(s.pkt.psn)]
         # (the first in flight starts the clock)
-        m.d.comb += [timer.start.eq(s_new & (s_una == s_nxt)), timer.start_qp.eq(s_q)]
+        m.d.comb += [timer.start.eq(packets.new & packets.first), timer.start_qp.eq(s.pkt.qp)]
 
         # ---- the FSM's QP and its state ------------------------------------------------------
         cq_next = Signal(range(Q))       # what cq is in the next cycle: the CC profile's QP
         m.d.comb += cq_next.eq(cq)
         m.d.comb += [rows.qp.eq(cq), rows.qp_next.eq(cq_next), rows.update_qp.eq(cq)]
         # QP cq's una and nxt, and what the hole tests take from them and the row, in registers
-        # loaded the same way (from ``cq_next``'s next values): selected by cq in the cycle they
-        # are used, they began the core clock's longest path, into the record RAM.
-        una_n, nxt_n = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [una_n.eq(Array(una_d)[cq_next]), nxt_n.eq(Array(nxt_d)[cq_next])]
-        c_una, c_nxt, c_high = Signal(PSN_BITS), Signal(PSN_BITS), row.high
-        m.d.sync += [c_una.eq(una_n), c_nxt.eq(nxt_n)]
-        inflight = Signal(PSN_BITS)
-        hd = Signal(PSN_BITS)            # PSNs from una to one past the highest SACKed
-        inflight_n, high_n = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [inflight_n.eq(nxt_n - una_n), high_n.eq(row_next.high - una_n)]
-        m.d.sync += [inflight.eq(inflight_n), hd.eq(Mux(high_n > inflight_n, 0, high_n))]
+        # loaded the same way (from ``cq_next``'s next values).
+        m.d.comb += [bounds.qp.eq(cq), bounds.qp_next.eq(cq_next),
+                     bounds.high_next.eq(row_next.high)]
+        c_una, c_nxt, c_high = bounds.c_una, bounds.c_nxt, row.high
+        inflight = bounds.inflight
+        hd = bounds.hd                   # PSNs from una to one past the highest SACKed
 
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
@@ -496,6 +456,13 @@ class RetransmitTracker(wiring.Component):
         m.d.comb += [cc.pen.eq(seth.rcv_cwnd_pen),
                      cc.pen_take.eq(self.feedback.valid & self.feedback.ready)]
 
+        # Whether the latched SACK or NACK is about packets QP cq has in flight.
+        m.submodules.check = check = FeedbackCheck()
+        m.d.comb += [check.una.eq(c_una), check.nxt.eq(c_nxt), check.inflight.eq(inflight),
+                     check.cack.eq(f_cack), check.offset.eq(f_off), check.bit0.eq(f_bits[0]),
+                     check.any.eq(f_any), check.top.eq(f_top),
+                     check.psn.eq(f_psn), check.outstanding.eq(outstanding(f_psn))]
+
         p = Signal(PSN_BITS)                  # the PSN a walk, scan or timeout is at
         cause = Signal(_Cause)
         # The timer looks at one QP a cycle, in turn, whatever the FSM is doing, and tells IDLE
@@ -510,7 +477,7 @@ class RetransmitTracker(wiring.Component):
         t_fresh = Signal()
         m.d.comb += [rows.read_qp[0].eq(tq), timer.rto_min.eq(self.rto_min),
                      timer.rto_max.eq(self.rto_max),
-                     timer.looked.running.eq(Array(una)[tq] != Array(nxt)[tq]),
+                     timer.looked.running.eq(una[tq] != nxt[tq]),
                      timer.looked.srtt.eq(st_timer.srtt),
                      timer.looked.rttvar.eq(st_timer.rttvar),
                      timer.looked.have_rtt.eq(st_timer.have_rtt)]
@@ -524,6 +491,15 @@ class RetransmitTracker(wiring.Component):
         p_pend = c_pend.bit_select(p[:wb], 1)
         pd = Signal(PSN_BITS)
         m.d.comb += pd.eq(p - c_una)
+        # Whether the packet at ``p`` is a hole (by count, or by time from the record at
+        # ``rd``), and what its loss says of its path.
+        m.submodules.judge = judge = HoleJudge(NP)
+        m.d.comb += [judge.pd.eq(pd), judge.hd.eq(hd), judge.reorder.eq(self.reorder),
+                     judge.reo_wnd.eq(self.reo_wnd), judge.rack_on.eq(row.rack_on),
+                     judge.rack_ts.eq(row.rack_ts), judge.now.eq(self.now),
+                     judge.time.eq(rec.time), judge.trim_time.eq(packets.trim_time),
+                     judge.record.eq(rec.pkt.psn == p), judge.lost_on.eq(path_bit(rec.ev)),
+                     judge.marked.eq(row.marked), judge.suspects.eq(suspects.suspect)]
         scan_end = Signal(PSN_BITS)          # go-back-N resends up to nxt as the scan began
         # Where a go-back-N sweep that yielded to feedback stopped (QP ``res_q``): it resent
         # everything from una to there, so the next SACK's sweep takes up at it. (From una,
@@ -577,7 +553,7 @@ class RetransmitTracker(wiring.Component):
 
         with m.FSM() as fsm:
             with m.State("IDLE"):
-                t_una, t_nxt = Array(una)[t_q], Array(nxt)[t_q]
+                t_una, t_nxt = una[t_q], nxt[t_q]
                 m.d.comb += self.init.ready.eq(1)
                 m.d.sync += t_fresh.eq(~self.init.valid)
                 with m.If(self.init.valid):
@@ -594,10 +570,8 @@ class RetransmitTracker(wiring.Component):
                     # (the QP's row afresh: no RTT, RACK, marks, hold or cut)
                     m.d.comb += [rows.update_qp.eq(iq), st_new.eq(0),
                                  st_new.high.eq(self.init.payload.psn)]
-                    for q in range(Q):
-                        with m.If(iq == q):
-                            m.d.comb += [una_d[q].eq(self.init.payload.psn),
-                                         nxt_d[q].eq(self.init.payload.psn)]
+                    m.d.comb += [bounds.start.eq(1), bounds.start_qp.eq(iq),
+                                 bounds.start_psn.eq(self.init.payload.psn)]
                 with m.Elif(self.feedback.valid):
                     m.d.comb += [self.feedback.ready.eq(1), cq_next.eq(fb.qp)]
                     m.d.sync += [
@@ -663,22 +637,11 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += p_k.eq(p_k + 1)
 
             with m.State("SACK_CHECK"):
-                dc = Signal(PSN_BITS)
-                span = Signal(PSN_BITS)
-                m.d.comb += [dc.eq(f_cack - c_una), span.eq(c_nxt - f_cack)]
-                base = Signal(PSN_BITS)
-                m.d.comb += base.eq(f_cack + f_off)
-                with m.If(dc > inflight):
-                    with m.If(dc[-1]):
-                        count("stale")
-                    with m.Else():
-                        count("invalid")
+                with m.If(check.sack == Verdict.STALE):
+                    count("stale")
                     m.next = "IDLE"
-                with m.Elif(f_any & ((f_off + f_top) >= span)):
-                    count("invalid")           # claims a PSN never sent
-                    m.next = "IDLE"
-                with m.Elif((f_off == 0) & f_bits[0] & (f_cack != c_nxt)):
-                    count("invalid")           # says cack both missing and arrived
+                with m.Elif(check.sack == Verdict.INVALID):
+                    count("invalid")
                     m.next = "IDLE"
                 with m.Else():
                     m.d.sync += f_rtt.eq(sample)
@@ -706,17 +669,15 @@ class RetransmitTracker(wiring.Component):
                     # PSNs one by one: the bitmap set against the QP's outstanding bits at
                     # once took two 64-bit rotations, about 1,000 LUT4 sites at the board's
                     # size.)
-                    m.d.sync += pipe_base.eq(base)
-                    top = Signal(PSN_BITS)
-                    m.d.comb += top.eq(Mux(f_any, base + f_top + 1, f_cack))
-                    with m.If((top - c_una)[:PSN_BITS] > hd):
-                        m.d.comb += st_new.high.eq(top)
+                    m.d.sync += pipe_base.eq(check.base)
+                    with m.If((check.high - c_una)[:PSN_BITS] > hd):
+                        m.d.comb += st_new.high.eq(check.high)
                     m.d.sync += cause.eq(_Cause.SACK)
-                    m.d.comb += rd.addr.eq(slot(cq, f_trig))
+                    read_at(f_trig)
                     m.next = "SACK_EV"
 
             with m.State("SACK_EV"):
-                m.d.comb += rd.addr.eq(slot(cq, f_trig))
+                read_at(f_trig)
                 came = (rec.pkt.psn == f_trig) & (rec.ev == f_ent) & (rec.pkt.qp == cq)
                 ecn = f_m == wire.SackMark.SKIP_ONCE
                 with m.If(came):
@@ -772,13 +733,14 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     m.next = "WALK_RD"
             with m.State("PIPE_RD"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                read_at(p)
                 with m.If(p_out):
                     m.next = "PIPE_USE"
                 with m.Else():
                     m.next = "PIPE"             # SACKed by an earlier SACK
             with m.State("PIPE_USE"):
-                m.d.comb += [rd.addr.eq(slot(cq, p)), f_ack_set.eq(onehot(p)),
+                read_at(p)
+                m.d.comb += [f_ack_set.eq(onehot(p)),
                              walk_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0)),
                              self.path_event.valid.eq(rec.pkt.psn == p),
                              self.path_event.payload.kind.eq(PathEvent.ACKED)]
@@ -786,7 +748,7 @@ class RetransmitTracker(wiring.Component):
 
             # ---- una advances to the cumulative PSN, completing messages -------------------
             with m.State("WALK_RD"):
-                m.d.comb += rd.addr.eq(slot(cq, c_una))
+                read_at(c_una)
                 with m.If(c_una == f_cack):
                     m.d.sync += [p.eq(Mux(resumes, res_psn, c_una)), scan_end.eq(c_nxt)]
                     with m.If(off):
@@ -798,7 +760,7 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     m.next = "WALK_USE"
             with m.State("WALK_USE"):
-                m.d.comb += rd.addr.eq(slot(cq, c_una))
+                read_at(c_una)
                 ends = rec.pkt.last & (rec.pkt.psn == c_una)
                 m.d.comb += self.cpl.valid.eq(ends)
                 with m.If(~ends | self.cpl.ready):
@@ -811,19 +773,15 @@ class RetransmitTracker(wiring.Component):
                                  walk_len.eq(Mux(arrived, rec.pkt.length, 0)),
                                  self.path_event.valid.eq(arrived),
                                  self.path_event.payload.kind.eq(PathEvent.ACKED)]
-                    for q in range(Q):
-                        with m.If(cq == q):
-                            m.d.comb += una_d[q].eq(c_una + 1)
-                    m.d.comb += timer.restart.eq(1)
+                    m.d.comb += [bounds.advance.eq(1), timer.restart.eq(1)]
                     m.next = "WALK_RD"
 
             # ---- holes: outstanding packets far enough below the highest SACKed ------------
             # (a packet ``reorder`` below the highest arrived is a hole by count; any other
             # outstanding one may be one by the time rule: SCAN_EV reads its time)
-            counted = (pd + self.reorder) < hd
-            timed_on = (self.reo_wnd != 0) & row.rack_on
+            counted, timed_on = judge.counted, judge.timed_on
             with m.State("SCAN"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                read_at(p)
                 in_range = Mux(gbn, pd < (scan_end - c_una)[:PSN_BITS],
                                counted | (timed_on & (pd < inflight)))
                 with m.If(~in_range):
@@ -846,48 +804,37 @@ class RetransmitTracker(wiring.Component):
             with m.State("SCAN_EV"):
                 # A SACK hole: its path is suspect (and held), or, if the path already was,
                 # every entry on it bad at once (it stays suspect).
-                m.d.comb += rd.addr.eq(slot(cq, p))
-                lost_on = path_bit(rec.ev)
                 # (a trimmed packet's hole, or one on a queued path, is a queue's doing; the
                 # mark excuses one hole, and only an arrival with ECN renews it: a link that
                 # dies under load has its last arrival marked, and nothing arrives after)
-                trimmed = t_rd.data == rec.time
-                on_marked = (row.marked & lost_on).any()
-                queued = trimmed | on_marked
-                again = (suspects.suspect & lost_on).any() & ~queued
-                early = Signal(TIME_BITS)      # how long before the latest arrived it left
-                r_rack = row.rack_ts
-                # (only a recent arrival counts: the 16-bit times wrap, and a plane silent for
-                # long would make every packet sent since look early)
-                fresh = Signal(TIME_BITS)
-                m.d.comb += [early.eq(r_rack - rec.time), fresh.eq(self.now - r_rack)]
-                timed = timed_on & ~early[-1] & (early > self.reo_wnd) & (fresh < RACK_FRESH)
-                with m.If(~counted & ~((rec.pkt.psn == p) & timed)):
+                read_at(p)
+                lost_on = judge.lost_on
+                with m.If(~judge.lost):
                     m.d.sync += p.eq(p + 1)    # not (yet) lost
                     with m.If(pd < hd):
                         m.next = "SCAN"
                     with m.Else():
                         m.next = "IDLE"        # above the highest: no later send is lost
                 with m.Elif(rec.pkt.psn == p):
-                    m.d.comb += [self.ev_update.valid.eq(1), self.ev_update.payload.state.eq(
-                        Mux(again, EvState.ASSUMED_BAD, EvState.SKIP)),
-                        self.ev_update.payload.path.eq(again)]
+                    m.d.comb += [self.ev_update.valid.eq(1),
+                                 self.ev_update.payload.state.eq(judge.state),
+                                 self.ev_update.payload.path.eq(judge.retire)]
                     m.d.comb += [new_index.eq(rec.index), new_path.eq(ev_path(lay, rec.ev))]
                     with m.If(self.ev_update.ready):
-                        with m.If(again):
+                        with m.If(judge.retire):
                             count("ev_bad")
                             m.d.comb += retired.eq(1)
                         with m.Else():
                             count("ev_skip")
-                            with m.If(~queued):
-                                m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]
-                            with m.Elif(~trimmed):
-                                m.d.comb += mark_clr.eq(lost_on)
+                        with m.If(judge.suspect):
+                            m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]
+                        with m.If(judge.unmark):
+                            m.d.comb += mark_clr.eq(lost_on)
                         m.next = "SCAN_RTX"
                 with m.Else():
                     m.next = "SCAN_RTX"
             with m.State("SCAN_RTX"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                read_at(p)
                 with m.If(emit_retransmit()):
                     m.d.comb += f_pend_set.eq(onehot(p))
                     count_retransmit()
@@ -896,22 +843,18 @@ class RetransmitTracker(wiring.Component):
 
             # ---- a trimmed packet goes again at once ---------------------------------------
             with m.State("NACK_CHECK"):
-                dn = Signal(PSN_BITS)
-                m.d.comb += [dn.eq(f_psn - c_una), rd.addr.eq(slot(cq, f_psn))]
+                read_at(f_psn)
                 m.d.sync += [p.eq(f_psn), cause.eq(_Cause.TRIM), scan_end.eq(c_nxt)]
                 trim = ((f_reason == wire.NackReason.TRIMMED)
                         | (f_reason == wire.NackReason.TRIMMED_LASTHOP))
                 with m.If(~trim):
                     count("other")
                     m.next = "IDLE"
-                with m.Elif(dn >= inflight):
-                    with m.If(dn[-1]):
-                        count("stale")
-                    with m.Else():
-                        count("invalid")
+                with m.Elif(check.nack == Verdict.STALE):
+                    count("stale")
                     m.next = "IDLE"
-                with m.Elif(~outstanding(f_psn)):
-                    count("stale")             # SACKed since
+                with m.Elif(check.nack == Verdict.INVALID):
+                    count("invalid")
                     m.next = "IDLE"
                 with m.Else():
                     m.next = "NACK_CUT"
@@ -920,12 +863,13 @@ class RetransmitTracker(wiring.Component):
                 # queue that trimmed it was full, but halving on each trim starved a QP whose
                 # paths cross one slow link, which trims it again and again. An incast is held
                 # by rcv_cwnd_pen, and a path that keeps trimming is skipped.
-                m.d.comb += [rd.addr.eq(slot(cq, p)), cc.trim.eq(1),
+                read_at(p)
+                m.d.comb += [cc.trim.eq(1),
                              cc.trim_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0))]
                 m.next = "NACK_EV"
             with m.State("NACK_EV"):
-                m.d.comb += [rd.addr.eq(slot(cq, p)), t_wr.addr.eq(slot(cq, p)),
-                             t_wr.data.eq(rec.time), t_wr.en.eq(rec.pkt.psn == p)]
+                read_at(p)
+                m.d.comb += packets.trimmed.eq(rec.pkt.psn == p)
                 # It goes again at once if the window, just shrunk, would let it out as a new
                 # packet (its own bytes left the network), or if too few packets follow it for
                 # a SACK hole to show it (it would wait for a timeout); else it waits to be a
@@ -952,7 +896,7 @@ class RetransmitTracker(wiring.Component):
                     m.d.comb += f_pend_clr.eq(onehot(p))
                     m.next = "IDLE"
             with m.State("NACK_RTX"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                read_at(p)
                 with m.If(emit_retransmit()):
                     m.d.comb += f_pend_set.eq(onehot(p))
                     count_retransmit()
@@ -965,7 +909,8 @@ class RetransmitTracker(wiring.Component):
             with m.State("TO_FIND"):
                 # (what was resent is to be resent again: the QP's pend bits clear here, not
                 # as the timer fires, which kept the window bits' address off the timer's path)
-                m.d.comb += [rd.addr.eq(slot(cq, p)), f_pend_clr.eq(~0)]
+                read_at(p)
+                m.d.comb += f_pend_clr.eq(~0)
                 with m.If(p == c_nxt):
                     m.d.comb += timer.restart.eq(1)
                     m.next = "IDLE"
@@ -974,7 +919,7 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     m.d.sync += p.eq(p + 1)
             with m.State("TO_EV"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                read_at(p)
                 with m.If((self.now - rec.time)[:TIME_BITS] < c_rto):
                     # It went out again lately: wait an RTO from then.
                     m.d.comb += [timer.restart.eq(1), restart_at.eq(rec.time)]
@@ -986,7 +931,7 @@ class RetransmitTracker(wiring.Component):
                         count("ev_bad")
                         m.next = "TO_RTX"
             with m.State("TO_RTX"):
-                m.d.comb += rd.addr.eq(slot(cq, p))
+                read_at(p)
                 with m.If(emit_retransmit()):
                     m.d.comb += f_pend_set.eq(onehot(p))
                     count_retransmit()
@@ -1006,7 +951,7 @@ class RetransmitTracker(wiring.Component):
         # NACK_RTX after NACK_EV use a record read before, and it is of the same slot.
         def waits(stream, *states):
             return Cat(fsm.ongoing(s) for s in states).any() & ~stream.ready
-        m.d.comb += rd.en.eq(~(
+        m.d.comb += packets.read.eq(~(
             waits(self.retransmit, "SCAN_RTX", "NACK_RTX", "TO_RTX")
             | waits(self.ev_update, "PROBE_ANSWER", "SACK_EV", "HOLD_CHECK", "SCAN_EV",
                     "NACK_EV", "TO_EV")

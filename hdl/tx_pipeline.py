@@ -12,11 +12,12 @@ from .ev_prober import probe_layout
 from .header_builder import HeaderBuilder
 from .host_memory import MemReadPort
 from .icrc_inserter import IcrcInserter
+from .packet_records import sent_layout
 from .plane_demux import PlaneDemux, plane_events, plane_members
 from .port_meter import PortMeter
 from .port_status import status_layout
 from .qp_context import QpState, context_write_layout, static_layout
-from .retransmit_tracker import retransmit_layout, sent_layout
+from .retransmit_tracker import retransmit_layout
 from .rx_event import AckKind, ack_layout
 from .segmenter import Segmenter, WrStatus, completion_layout, packet_descriptor_layout, work_request_layout
 from .spray_scheduler import EvState, SprayMode, SprayScheduler

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from mrcnic import wire
 from mrcnic.evmap import EvLayout
 from mrcnic.hdl.congestion_window import receiver_share
-from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RACK_FRESH, RelMode
+from mrcnic.hdl.hole_judge import RACK_FRESH
+from mrcnic.hdl.retransmit_tracker import PROBES_KEPT, RelMode
 from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 
@@ -29,6 +30,51 @@ def smoothed(srtt: int | None, rttvar: int | None, rtt: int) -> tuple[int, int]:
         return rtt, rtt >> 1
     err = rtt - srtt
     return (srtt + (err >> 3)) % TIME_MOD, (rttvar + ((abs(err) - rttvar) >> 2)) % TIME_MOD
+
+
+def sack_verdict(una: int, nxt: int, cack: int, offset: int, bitmap: int) -> str | None:
+    """What is wrong with a SACK for a QP with ``una`` .. ``nxt`` in flight: "stale" (its
+    cumulative PSN is behind una), "invalid" (past nxt, a bitmap claiming a PSN never sent, or
+    cack both missing and arrived), or None."""
+    inflight, dc = (nxt - una) % PSN_MOD, (cack - una) % PSN_MOD
+    if dc > inflight:
+        return "stale" if dc >= PSN_MOD // 2 else "invalid"
+    if bitmap and offset + bitmap.bit_length() - 1 >= (nxt - cack) % PSN_MOD:
+        return "invalid"
+    if offset == 0 and bitmap & 1:
+        return "invalid"
+    return None
+
+
+def nack_verdict(una: int, nxt: int, psn: int, outstanding: bool) -> str | None:
+    """What is wrong with a NACK for ``psn``: "stale" (behind una, or SACKed since),
+    "invalid" (at or past nxt), or None."""
+    dn, inflight = (psn - una) % PSN_MOD, (nxt - una) % PSN_MOD
+    if dn >= inflight:
+        return "stale" if dn >= PSN_MOD // 2 else "invalid"
+    return None if outstanding else "stale"
+
+
+def rack_timed(reo_wnd: int, rack: int | None, time: int | None, now: int | None) -> bool:
+    """RACK's rule: a packet sent at ``time`` left more than ``reo_wnd`` before ``rack``, the
+    send time of the latest-sent packet known to have arrived, and that arrival is less than
+    RACK_FRESH cycles before ``now`` (None: taken as recent)."""
+    if not reo_wnd or rack is None or time is None:
+        return False
+    if now is not None and (now - rack) % TIME_MOD >= RACK_FRESH:
+        return False
+    early = (rack - time) % TIME_MOD
+    return reo_wnd < early < TIME_MOD // 2
+
+
+def blame(path, trimmed: bool, marked: set, suspect: set) -> tuple[EvState, bool, bool, bool]:
+    """What a SACK hole on ``path`` does, given the QP's marked and suspect paths and whether
+    the send was NACKed as trimmed: (its entry's new state, the path retired, the path made
+    suspect (and held), the path's mark used up)."""
+    if trimmed or path in marked:        # a queue's doing, not the path's
+        return EvState.SKIP, False, False, not trimmed
+    bad = path in suspect
+    return (EvState.ASSUMED_BAD if bad else EvState.SKIP), bad, not bad, False
 
 
 @dataclass
@@ -204,15 +250,8 @@ class Sender:
         return r if r is not None and r.psn == psn else None
 
     def _timed(self, s, r, now) -> bool:
-        """RACK's rule: ``r`` left more than ``reo_wnd`` before a packet that has arrived, less
-        than RACK_FRESH cycles before ``now`` (None: taken as recent)."""
-        if not self.reo_wnd or r is None or r.time is None:
-            return False
-        rack = s.rack
-        if rack is None or (now is not None and (now - rack) % TIME_MOD >= RACK_FRESH):
-            return False
-        early = (rack - r.time) % TIME_MOD
-        return self.reo_wnd < early < TIME_MOD // 2
+        """RACK's rule (:func:`rack_timed`) for record ``r``."""
+        return r is not None and rack_timed(self.reo_wnd, s.rack, r.time, now)
 
     def _scan(self, qp, s, p, cause, o, now=None):
         gbn = self.mode is RelMode.GO_BACK_N
@@ -246,22 +285,18 @@ class Sender:
         if r is None:
             return
         path = self.layout.path(r.ev)
-        if r.trimmed or path in self.marked[qp]:     # a queue's doing, not the path's
-            if not r.trimmed:
-                self.marked[qp].discard(path)        # (excused once: an ECN arrival renews it)
-            o.ev_updates.append((qp, r.index, EvState.SKIP))
-            self.counters["ev_skip"] += 1
-            return
-        bad = path in self.suspect[qp]
-        self.suspect[qp].add(path)
-        o.ev_updates.append((qp, r.index, EvState.ASSUMED_BAD if bad else EvState.SKIP))
+        state, bad, suspect, unmark = blame(path, r.trimmed, self.marked[qp], self.suspect[qp])
+        o.ev_updates.append((qp, r.index, state))
+        self.counters["ev_bad" if bad else "ev_skip"] += 1
+        if unmark:
+            self.marked[qp].discard(path)        # (excused once: an ECN arrival renews it)
+        if suspect:
+            self.suspect[qp].add(path)
+            s.hold, s.hole = s.nxt, (r.index, path)
         if bad:
             o.paths.append((qp, r.index))
             if s.hole is not None and s.hole[1] == path:
                 s.hole = None
-        else:
-            s.hold, s.hole = s.nxt, (r.index, path)
-        self.counters["ev_bad" if bad else "ev_skip"] += 1
 
     def _hold_check(self, qp, s, o):
         """A hold ends once the highest PSN known to have arrived is ``reorder`` past every
@@ -317,17 +352,11 @@ class Sender:
             self.counters["probes_answered"] += 1
             self.suspect[qp].discard(self.layout.path(entropy))     # the path works
             slots[hit] = None
-        inflight, dc = self._d(s.nxt, s.una), self._d(cack, s.una)
-        if dc > inflight:
-            self.counters["stale" if dc >= PSN_MOD // 2 else "invalid"] += 1
+        wrong = sack_verdict(s.una, s.nxt, cack, sack_offset, bitmap)
+        if wrong:
+            self.counters[wrong] += 1
             return o
-        top_bit = bitmap.bit_length() - 1
-        if bitmap and sack_offset + top_bit >= self._d(s.nxt, cack):
-            self.counters["invalid"] += 1
-            return o
-        if sack_offset == 0 and bitmap & 1:
-            self.counters["invalid"] += 1         # cack both missing and arrived
-            return o
+        inflight, top_bit = self._d(s.nxt, s.una), bitmap.bit_length() - 1
         if rtt is not None:
             self.sample(qp, trig, m == wire.SackMark.SKIP_ONCE, rtt, pen)
         if ts is not None and not pr and (
@@ -387,12 +416,9 @@ class Sender:
             self.counters["other"] += 1
             return o
         s = self.q[qp]
-        dn, inflight = self._d(psn, s.una), self._d(s.nxt, s.una)
-        if dn >= inflight:
-            self.counters["stale" if dn >= PSN_MOD // 2 else "invalid"] += 1
-            return o
-        if psn not in s.out:
-            self.counters["stale"] += 1
+        wrong = nack_verdict(s.una, s.nxt, psn, psn in s.out)
+        if wrong:
+            self.counters[wrong] += 1
             return o
         r = self._record(s, psn)
         s.cwnd = self.cc.trimmed(s.cwnd, r.length)

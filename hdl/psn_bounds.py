@@ -1,0 +1,76 @@
+"""PSN bounds: each QP's oldest unacknowledged PSN (``una``) and next to send (``nxt``), and the
+served QP's, with what the reliability engine's hole tests take from them, in registers."""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .reorder_tracker import PSN_BITS
+
+__all__ = ["PsnBounds"]
+
+
+class PsnBounds(wiring.Component):
+    """For each of ``qps`` QPs, ``una`` and ``nxt`` (24-bit PSNs, wrapping), in flip-flops: the
+    send window compares every QP's at once.
+
+    Changes, taking effect in the next cycle: a QP that starts (``start``, ``start_qp``,
+    ``start_psn``) has both at ``start_psn``; a packet sent new (``send``, ``send_qp``,
+    ``send_psn``) makes its QP's ``nxt`` one past it; the served QP's ``una`` moves one on
+    (``advance``: a PSN acknowledged). A start wins over the others for its QP.
+
+    The served QP (``qp``, which is ``qp_next`` of the cycle before) has its bounds in
+    registers, loaded a cycle ahead from ``qp_next``'s values with this cycle's changes: ``una``
+    and ``nxt`` selected by the QP in the cycle they are used began the core clock's longest
+    path. With them, ``inflight`` (its PSNs in flight, ``nxt - una``) and ``hd`` (the PSNs from
+    ``una`` to ``high``, one past the highest known to have arrived, or 0 if that is not in
+    flight). ``high_next`` is ``qp_next``'s ``high`` as it will be in the next cycle.
+
+    Attributes
+    ----------
+    una, nxt : Out(ArrayLayout(24, qps)), each QP's.
+    start : In(1); start_qp : In(range(qps)); start_psn : In(24)
+    send : In(1); send_qp : In(range(qps)); send_psn : In(24)
+    advance : In(1)
+    qp, qp_next : In(range(qps)); high_next : In(24)
+    c_una, c_nxt, inflight, hd : Out(24), QP ``qp``'s.
+    """
+
+    def __init__(self, qps=16):
+        if not isinstance(qps, int) or qps < 1:
+            raise ValueError(f"qps must be a positive integer, not {qps!r}")
+        self._qps = qps
+        psns = data.ArrayLayout(PSN_BITS, qps)
+        super().__init__({
+            "una": Out(psns), "nxt": Out(psns),
+            "start": In(1), "start_qp": In(range(qps)), "start_psn": In(PSN_BITS),
+            "send": In(1), "send_qp": In(range(qps)), "send_psn": In(PSN_BITS),
+            "advance": In(1),
+            "qp": In(range(qps)), "qp_next": In(range(qps)), "high_next": In(PSN_BITS),
+            "c_una": Out(PSN_BITS), "c_nxt": Out(PSN_BITS),
+            "inflight": Out(PSN_BITS), "hd": Out(PSN_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        Q = self._qps
+        una_d = Signal(data.ArrayLayout(PSN_BITS, Q))    # what each becomes next cycle
+        nxt_d = Signal(data.ArrayLayout(PSN_BITS, Q))
+        m.d.comb += [una_d.eq(self.una), nxt_d.eq(self.nxt)]
+        m.d.sync += [self.una.eq(una_d), self.nxt.eq(nxt_d)]
+        for q in range(Q):
+            with m.If(self.start & (self.start_qp == q)):
+                m.d.comb += [una_d[q].eq(self.start_psn), nxt_d[q].eq(self.start_psn)]
+            with m.Else():
+                with m.If(self.send & (self.send_qp == q)):
+                    m.d.comb += nxt_d[q].eq(self.send_psn + 1)
+                with m.If(self.advance & (self.qp == q)):
+                    m.d.comb += una_d[q].eq(self.c_una + 1)
+
+        una_n, nxt_n = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [una_n.eq(una_d[self.qp_next]), nxt_n.eq(nxt_d[self.qp_next])]
+        inflight_n, high_n = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [inflight_n.eq(nxt_n - una_n), high_n.eq(self.high_next - una_n)]
+        m.d.sync += [self.c_una.eq(una_n), self.c_nxt.eq(nxt_n), self.inflight.eq(inflight_n),
+                     self.hd.eq(Mux(high_n > inflight_n, 0, high_n))]
+        return m
