@@ -54,11 +54,16 @@ class PsnBounds(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         Q = self._qps
+        # (a register each: an ArrayLayout register whose elements' names alias its bits stops
+        # Yosys's ABC9 with no word said)
+        una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
+        nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
         una_d = Signal(data.ArrayLayout(PSN_BITS, Q))    # what each becomes next cycle
         nxt_d = Signal(data.ArrayLayout(PSN_BITS, Q))
-        m.d.comb += [una_d.eq(self.una), nxt_d.eq(self.nxt)]
-        m.d.sync += [self.una.eq(una_d), self.nxt.eq(nxt_d)]
         for q in range(Q):
+            m.d.comb += [self.una[q].eq(una[q]), self.nxt[q].eq(nxt[q]),
+                         una_d[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
+            m.d.sync += [una[q].eq(una_d[q]), nxt[q].eq(nxt_d[q])]
             with m.If(self.start & (self.start_qp == q)):
                 m.d.comb += [una_d[q].eq(self.start_psn), nxt_d[q].eq(self.start_psn)]
             with m.Else():
