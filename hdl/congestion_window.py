@@ -6,11 +6,12 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CongestionWindow", "CWND_BITS", "TIME_BITS", "receiver_share"]
+from mrcnic.wire import SETH, TIME_BITS
 
-TIME_BITS = 16          # the TSETH timestamp's width: RTT samples are in its cycles
+__all__ = ["CongestionWindow", "CWND_BITS", "receiver_share"]
+
 CWND_BITS = 24          # congestion windows, in bytes
-PEN_BITS = 7            # the SETH's rcv_cwnd_pen
+PEN_BITS = SETH.field("rcv_cwnd_pen").bits
 RECIPROCAL_SHIFT = 16   # rcv_wnd / n is rcv_wnd x floor(2^16 / n) / 2^16: no divider
 RECIPROCAL_ONE = 1 << RECIPROCAL_SHIFT
 

@@ -6,8 +6,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from mrcnic.enums import EvState
+from mrcnic.wire import TIME_BITS
 
-from .congestion_window import TIME_BITS
 from .reorder_tracker import PSN_BITS
 
 __all__ = ["HoleJudge", "RACK_FRESH"]

@@ -6,7 +6,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .congestion_window import TIME_BITS
+from mrcnic.wire import TIME_BITS
+
 from .reorder_tracker import PSN_BITS
 from .segmenter import packet_descriptor_layout
 

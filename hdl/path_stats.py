@@ -5,7 +5,9 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .retransmit_tracker import TIME_BITS, PathEvent, path_event_layout
+from mrcnic.wire import TIME_BITS
+
+from .retransmit_tracker import PathEvent, path_event_layout
 
 __all__ = ["path_record_layout", "PathStats"]
 

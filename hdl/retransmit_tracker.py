@@ -10,9 +10,10 @@ from mrcnic import wire
 from mrcnic.enums import EvState, RelMode
 from mrcnic.evmap import EvLayout
 from mrcnic.regmap import REL_COUNTERS
+from mrcnic.wire import TIME_BITS
 
 from .bits import decode, first_set, last_set
-from .congestion_window import CWND_BITS, TIME_BITS, CongestionWindow
+from .congestion_window import CWND_BITS, CongestionWindow
 from .ev_fields import ev_path
 from .feedback_check import FeedbackCheck, Verdict
 from .headers import header_view
@@ -31,7 +32,7 @@ from .transport_parser import transport_layout
 from .window_bits import WindowBits
 
 __all__ = ["RelMode", "retransmit_layout", "PathEvent", "path_event_layout",
-           "RetransmitTracker", "PROBES_KEPT", "TIME_BITS"]
+           "RetransmitTracker", "PROBES_KEPT"]
 
 PROBES_KEPT = 4         # a QP's latest probes an answer is matched against
 

@@ -4,7 +4,7 @@ from amaranth import Array, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .congestion_window import TIME_BITS
+from mrcnic.wire import TIME_BITS
 
 __all__ = ["RtoTimer", "rtt_estimate_layout"]
 

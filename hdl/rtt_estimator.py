@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .congestion_window import TIME_BITS
+from mrcnic.wire import TIME_BITS
 
 __all__ = ["RttEstimator"]
 

@@ -21,6 +21,7 @@ __all__ = [
     "SRH_ROUTING_TYPE", "PROBE_DQP", "ICRC_BYTES", "headers_after_bth", "DATA_OPCODES",
     "TRIMMED_PACKET", "PROBE_QP_FIELD", "ETH_WIRE_OVERHEAD", "ETH_PREAMBLE", "ETH_SFD",
     "ETH_PREAMBLE_BYTES", "ETH_FCS_BYTES", "ETH_IFG_BYTES", "ETH_MIN_FRAME", "ETH_FCS_RESIDUE",
+    "TIME_BITS",
 ]
 
 ROCE_UDP_PORT = 4791
@@ -265,6 +266,10 @@ TSETH = _h("TSETH", "Timestamp Extended Transport Header",
            F("tx_timestamp", 16, "sender's free-running timestamp"),
            F("reserved", 16, choice="timestamp in the first two bytes, then 16 reserved bits",
              reserved=True))
+
+#: The sender's timestamp counter's width (TSETH's, echoed in SETH and NETH): send times and
+#: RTT samples are in its cycles, and wrap with it.
+TIME_BITS = TSETH.field("tx_timestamp").bits
 
 RETH = _h("RETH", "RDMA Extended Transport Header",
           "In EVERY data packet (not only the first): spraying means any packet can arrive first. "

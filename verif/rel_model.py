@@ -15,7 +15,7 @@ from mrcnic.hdl.spray_scheduler import EvState
 from mrcnic.regmap import REL_COUNTERS
 
 PSN_MOD = 1 << 24
-TIME_MOD = 1 << 16        # the TX timestamp counter wraps
+TIME_MOD = 1 << wire.TIME_BITS     # the TX timestamp counter wraps
 
 
 def retransmitted(counters: dict) -> int:

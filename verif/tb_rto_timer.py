@@ -8,10 +8,10 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
-from mrcnic.hdl.congestion_window import TIME_BITS
 from mrcnic.hdl.rto_timer import rtt_estimate_layout
 from mrcnic.verif.layouts import as_int
 from mrcnic.verif.tbkit import params, setup
+from mrcnic.wire import TIME_BITS
 
 TIME_MOD = 1 << TIME_BITS
 
