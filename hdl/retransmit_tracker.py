@@ -492,8 +492,8 @@ class RetransmitTracker(wiring.Component):
         p_pend = c_pend.bit_select(p[:wb], 1)
         pd = Signal(PSN_BITS)
         m.d.comb += pd.eq(p - c_una)
-        # Whether the packet at ``p`` is a hole (by count, or by time from the record at
-        # ``rd``), and what its loss says of its path.
+        # Whether the packet at ``p`` is a hole (by count, or by time from its record,
+        # ``rec``), and what its loss says of its path.
         m.submodules.judge = judge = HoleJudge(NP)
         m.d.comb += [judge.pd.eq(pd), judge.hd.eq(hd), judge.reorder.eq(self.reorder),
                      judge.reo_wnd.eq(self.reo_wnd), judge.rack_on.eq(row.rack_on),
@@ -511,7 +511,7 @@ class RetransmitTracker(wiring.Component):
                    & ((res_psn - c_una)[:PSN_BITS] < (c_nxt - c_una)[:PSN_BITS]))
 
         def emit_retransmit():
-            """Offers the record at ``rd`` again; True once taken."""
+            """Offers the record read (``rec``) again; True once taken."""
             nxt_try = Mux(rec.pkt.tries == MAX_TRIES, MAX_TRIES, rec.pkt.tries + 1)
             m.d.comb += [self.retransmit.valid.eq(1),
                          self.retransmit.payload.pkt.eq(rec.pkt),
@@ -526,7 +526,7 @@ class RetransmitTracker(wiring.Component):
                 with m.If(cause == c):
                     count(f"rtx_{c.name.lower()}")
 
-        # (a path event is about the record at ``rd``: its QP's, its entry's)
+        # (a path event is about the record read: its QP's, its entry's)
         m.d.comb += [self.path_event.payload.qp.eq(rec.pkt.qp),
                      self.path_event.payload.index.eq(rec.index)]
         m.d.comb += [self.cpl.payload.wr_id.eq(rec.pkt.wr_id), self.cpl.payload.qp.eq(cq),
