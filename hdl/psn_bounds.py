@@ -54,26 +54,34 @@ class PsnBounds(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         Q = self._qps
-        # (a register each: an ArrayLayout register whose elements' names alias its bits stops
-        # Yosys's ABC9 with no word said)
+        # A register each, written only when its QP changes (the flip-flops' enables): the
+        # served QP's next bounds are forwarded from this cycle's changes, not selected from
+        # every QP's next value, which took a multiplexer per QP and bit. (An ArrayLayout
+        # register, its elements' names aliasing its bits, stopped Yosys's ABC9 with no word.)
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
-        una_d = Signal(data.ArrayLayout(PSN_BITS, Q))    # what each becomes next cycle
-        nxt_d = Signal(data.ArrayLayout(PSN_BITS, Q))
+        una_inc, nxt_inc = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [una_inc.eq(self.c_una + 1), nxt_inc.eq(self.send_psn + 1)]
         for q in range(Q):
-            m.d.comb += [self.una[q].eq(una[q]), self.nxt[q].eq(nxt[q]),
-                         una_d[q].eq(una[q]), nxt_d[q].eq(nxt[q])]
-            m.d.sync += [una[q].eq(una_d[q]), nxt[q].eq(nxt_d[q])]
+            m.d.comb += [self.una[q].eq(una[q]), self.nxt[q].eq(nxt[q])]
             with m.If(self.start & (self.start_qp == q)):
-                m.d.comb += [una_d[q].eq(self.start_psn), nxt_d[q].eq(self.start_psn)]
+                m.d.sync += [una[q].eq(self.start_psn), nxt[q].eq(self.start_psn)]
             with m.Else():
                 with m.If(self.send & (self.send_qp == q)):
-                    m.d.comb += nxt_d[q].eq(self.send_psn + 1)
+                    m.d.sync += nxt[q].eq(nxt_inc)
                 with m.If(self.advance & (self.qp == q)):
-                    m.d.comb += una_d[q].eq(self.c_una + 1)
+                    m.d.sync += una[q].eq(una_inc)
 
+        # QP qp_next's bounds as they will be: this cycle's changes, or what it has.
         una_n, nxt_n = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [una_n.eq(una_d[self.qp_next]), nxt_n.eq(nxt_d[self.qp_next])]
+        started = self.start & (self.start_qp == self.qp_next)
+        with m.If(started):
+            m.d.comb += [una_n.eq(self.start_psn), nxt_n.eq(self.start_psn)]
+        with m.Else():
+            m.d.comb += [una_n.eq(Mux(self.advance & (self.qp == self.qp_next), una_inc,
+                                      self.una[self.qp_next])),
+                         nxt_n.eq(Mux(self.send & (self.send_qp == self.qp_next), nxt_inc,
+                                      self.nxt[self.qp_next]))]
         inflight_n, high_n = Signal(PSN_BITS), Signal(PSN_BITS)
         m.d.comb += [inflight_n.eq(nxt_n - una_n), high_n.eq(self.high_next - una_n)]
         m.d.sync += [self.c_una.eq(una_n), self.c_nxt.eq(nxt_n), self.inflight.eq(inflight_n),
