@@ -19,11 +19,12 @@ RACK_FRESH = 1 << 14
 
 class HoleJudge(wiring.Component):
     """A packet ``pd`` PSNs past its QP's ``una``, still outstanding, is lost by count when it
-    is ``reorder`` or more below the highest known to have arrived (``hd`` PSNs past ``una``),
-    and by time (RACK's rule, ``timed_on``: ``reo_wnd`` not 0 and the QP has a latest arrival)
-    when its record (``record``: the record read is the packet's) says it left more than
-    ``reo_wnd`` cycles before the latest-sent packet known to have arrived (``rack_ts``), and
-    that arrival is less than ``RACK_FRESH`` cycles old by ``now`` (the 16-bit times wrap).
+    is ``reorder`` or more below the highest known to have arrived (``hd``: the PSNs from
+    ``una`` to one past that one), and by time (RACK's rule, ``timed_on``: ``reo_wnd`` not 0
+    and the QP has a latest arrival) when its record (``record``: the record read is the
+    packet's) says it left more than ``reo_wnd`` cycles before the latest-sent packet known to
+    have arrived (``rack_ts``), and that arrival is less than ``RACK_FRESH`` cycles old by
+    ``now`` (the 16-bit times wrap).
 
     Its loss blames its path (``lost_on``, one bit of the QP's paths): the entry goes SKIP and
     the path becomes suspect (``suspect``, which also starts the QP's hold); or, if the path was
