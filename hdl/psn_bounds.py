@@ -56,8 +56,9 @@ class PsnBounds(wiring.Component):
         Q = self._qps
         # A register each, written only when its QP changes (the flip-flops' enables): the
         # served QP's next bounds are forwarded from this cycle's changes, not selected from
-        # every QP's next value, which took a multiplexer per QP and bit. (An ArrayLayout
-        # register, its elements' names aliasing its bits, stopped Yosys's ABC9 with no word.)
+        # every QP's next value, which took a multiplexer per QP and bit. (A register of
+        # ArrayLayout shape, partly assigned, stopped Yosys's ABC9 with no word said when this
+        # unit was synthesised alone.)
         una = [Signal(PSN_BITS, name=f"una_q{q}") for q in range(Q)]
         nxt = [Signal(PSN_BITS, name=f"nxt_q{q}") for q in range(Q)]
         una_inc, nxt_inc = Signal(PSN_BITS), Signal(PSN_BITS)
