@@ -39,8 +39,8 @@ class PacketRecords(wiring.Component):
     The read port (``addr_qp``, ``addr_psn``; ``read``, its enable: a record offered on a
     stream is held until taken) gives ``record`` and ``trim_time`` a cycle later, transparent
     for a send in that cycle. ``trimmed`` keeps the record's send time as the trimmed send's of
-    the slot read (``addr``): a SACK hole of that send is a full queue's, not its path's. A
-    retransmission's later time makes its loss count against its path again.
+    the slot named (``addr_qp``, ``addr_psn``): a SACK hole of that send is a full queue's, not
+    its path's. A retransmission's later time makes its loss count against its path again.
 
     Attributes
     ----------
