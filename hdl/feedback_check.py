@@ -20,9 +20,9 @@ class FeedbackCheck(wiring.Component):
     which the caller has in a register):
 
     * a SACK (cumulative PSN ``cack``, a bitmap at ``offset`` past it: its bit 0 ``bit0``, its
-      highest set bit ``top`` if it has any, ``any``) is STALE if ``cack`` is behind ``una``, INVALID if
-      it is past ``nxt``, if its bitmap claims a PSN at or past ``nxt``, or if it says ``cack``
-      both missing and arrived (offset 0, bit 0 set, ``cack`` not ``nxt``); else OK, and
+      highest set bit ``top`` if it has any, ``any``) is STALE if ``cack`` is behind ``una``,
+      INVALID if it is past ``nxt``, if its bitmap claims a PSN at or past ``nxt``, or if it
+      says ``cack`` both missing and arrived (offset 0, bit 0 set, ``cack`` not ``nxt``); else OK, and
       ``base`` is the PSN its bitmap starts at and ``high`` one past the highest PSN it says
       arrived (``cack`` with an empty bitmap);
     * a NACK for PSN ``psn`` is STALE if ``psn`` is behind ``una`` or SACKed already

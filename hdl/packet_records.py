@@ -21,8 +21,9 @@ def sent_layout(qps, evs):
 
 
 def record_layout(qps, evs):
-    return data.StructLayout({"pkt": packet_descriptor_layout(qps), "index": range(evs),
-                              "ev": 32, "time": TIME_BITS})
+    """What is kept of a packet sent: ``sent_layout``'s fields and its send time."""
+    sent = sent_layout(qps, evs)
+    return data.StructLayout({**{name: f.shape for name, f in sent}, "time": TIME_BITS})
 
 
 class PacketRecords(wiring.Component):

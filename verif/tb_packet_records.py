@@ -44,7 +44,7 @@ async def each_packet_sent_is_recorded_in_its_slot(dut):
     nxt = [(u + rng.randrange(window)) % PSN_MOD for u in una]
     want_rec, want_trim = empty, 0     # what the read ports give now
     seen = {"new": 0, "first": 0, "stale_new": 0, "rtx_live": 0, "rtx_dead": 0, "held": 0,
-            "transparent": 0, "trimmed": 0, "trim_hit": 0}
+            "transparent": 0, "trimmed": 0, "trim_of_record": 0}
     for cycle in range(p["cycles"]):
         await FallingEdge(dut.clk)
         q = rng.randrange(qps)
@@ -89,7 +89,7 @@ async def each_packet_sent_is_recorded_in_its_slot(dut):
         if trimmed:
             trims[a_slot] = want_rec["time"]
             seen["trimmed"] += 1
-            seen["trim_hit"] += want_rec["time"] == trims[a_slot] and want_rec != empty
+            seen["trim_of_record"] += want_rec != empty
         s_slot = sq * window + psn % window
         if new or (valid and tries and live):
             records[s_slot] = {**sent, "time": now}
@@ -101,7 +101,7 @@ async def each_packet_sent_is_recorded_in_its_slot(dut):
         if new:
             nxt[sq] = (psn + 1) % PSN_MOD
         if read:
-            want_rec = decode(recs, as_int(recs, records.get(a_slot, empty)))
+            want_rec = records.get(a_slot, empty)
         else:
             seen["held"] += 1
     assert all(seen.values()), f"cases never seen: {seen}"
