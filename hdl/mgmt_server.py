@@ -357,6 +357,7 @@ class MgmtServer(wiring.Component):
         waddr = Signal(32)
         m.d.comb += waddr.eq(req.addr + Cat(C(0, 2), k))
         in_range = waddr[self._addr_width:] == 0
+        bus_addr = Signal(self._addr_width)   # waddr, as the access takes it
         desc = dr.data
         m.d.comb += dr.addr.eq(waddr[2:self._addr_width])
         last_bits = Signal(6)          # bits of the last word of a single access
@@ -540,6 +541,7 @@ class MgmtServer(wiring.Component):
                 with m.If(~writes | (fb == 5)):
                     m.next = "CHECK"
             with m.State("CHECK"):
+                m.d.sync += bus_addr.eq(waddr)
                 exists = in_range & desc[_EXISTS]
                 shape_ok = (req.width == 32) | (desc[_K] == 0) & (desc[_WIDTH] == req.width)
                 with m.If(~exists):
@@ -554,10 +556,11 @@ class MgmtServer(wiring.Component):
                 with m.Else():
                     m.next = "ACCESS"
             with m.State("ACCESS"):
-                # The access a cycle after the checks that allow it: from the descriptor ROM's
-                # output through the bus into the register bank in one cycle was the boards'
+                # The access a cycle after the checks that allow it, to an address held in a
+                # register: from the descriptor ROM's output, or from the word count through
+                # the address's adder, into the register bank in one cycle was the boards'
                 # core clock's critical path.
-                m.d.comb += [bus.addr.eq(waddr), bus.w_data.eq(fword),
+                m.d.comb += [bus.addr.eq(bus_addr), bus.w_data.eq(fword),
                              bus.r_stb.eq(reading), bus.w_stb.eq(writes)]
                 m.next = "RESULT"
             with m.State("RESULT"):
