@@ -11,7 +11,7 @@ from .mac_rx import MAC_RX_COUNTERS, MacRx
 from .mac_tx import MacTx
 from .rgmii_rx import RgmiiRx, rx_beat_layout
 from .rgmii_tx import RgmiiTx
-from .stream import PacketStream, check_width, packet_layout
+from .stream import PacketRegSlice, PacketStream, check_width, packet_layout
 from .stream_crossing import StreamCrossing
 
 __all__ = ["EthMac", "MAC_COUNTERS"]
@@ -98,7 +98,11 @@ class EthMac(wiring.Component):
                      src.ready.eq(rx_cdc.w_rdy),
                      mac_rx.i.payload.eq(rx_cdc.r_data), mac_rx.i.valid.eq(rx_cdc.r_rdy),
                      rx_cdc.r_en.eq(1)]
-        wiring.connect(m, mac_rx.o, wiring.flipped(self.rx))
+        # The frames leave from a register: the buffer's block RAM output straight into the
+        # receiver's parsing (the NIC's header parser) was the boards' core clock's longest path.
+        m.submodules.rx_slice = rx_slice = PacketRegSlice(self._width)
+        wiring.connect(m, mac_rx.o, rx_slice.i)
+        wiring.connect(m, rx_slice.o, wiring.flipped(self.rx))
 
         # Send: store and forward in the core clock -> crossing -> PHY clock.
         wiring.connect(m, wiring.flipped(self.tx), mac_tx.i)
