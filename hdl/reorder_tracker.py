@@ -43,8 +43,9 @@ class ReorderTracker(wiring.Component):
     the SACK's 64 bits are the block, aligned to the new cumulative PSN, that holds this PSN, or
     the first block when this PSN is behind it or past the window.
 
-    One PSN every two cycles (read, then judge and write back), so a QP's next PSN always sees
-    the last one's update.
+    One PSN every three cycles (read; find the run of arrivals; judge, shift and write back),
+    so a QP's next PSN always sees the last one's update. (The run's search, the 256-bit shift
+    and the write back in one cycle were one of the boards' core clock's longest paths.)
 
     Attributes
     ----------
@@ -96,14 +97,14 @@ class ReorderTracker(wiring.Component):
         arrival_diff = Signal(PSN_BITS)
         m.d.comb += arrival_diff.eq(self.arrive.payload.psn - base_rd.data)
         behind = diff[PSN_BITS - 1]             # more than 2^23 back: an old PSN
-        seen = (cur.bits & mark).any()
+        # Found in RUN from the QP's row, and kept for JUDGE, which reads the row again.
+        seen = Signal()                         # this PSN has arrived before
+        run = Signal(range(W + 1))              # arrivals in a row from bit 0: the first zero
 
         # The bitmap with this PSN recorded, then the run of arrivals from bit 0 taken off.
         bits = Signal(W)
         m.d.comb += bits.eq(cur.bits | mark)
-        run = Signal(range(W + 1))              # arrivals in a row from bit 0: the first zero
         gap, first_gap = first_set(m, ~bits, name="gap")
-        m.d.comb += run.eq(Mux(gap, first_gap, W))
         new_base = Signal(PSN_BITS)
         new_bits = Signal(W)
         m.d.comb += [new_base.eq(cur.base + run), new_bits.eq(bits >> run)]
@@ -132,7 +133,12 @@ class ReorderTracker(wiring.Component):
                     m.d.sync += [qp.eq(a.qp), psn.eq(a.psn), peek.eq(a.peek),
                                  diff.eq(arrival_diff), inside.eq(near),
                                  mark.eq(Mux(near & ~a.peek, 1 << arrival_diff[:at], 0))]
-                    m.next = "JUDGE"
+                    m.next = "RUN"
+            with m.State("RUN"):
+                # (the row is read again for JUDGE: nothing writes it in between)
+                m.d.comb += rd.addr.eq(qp)
+                m.d.sync += [seen.eq((cur.bits & mark).any()), run.eq(Mux(gap, first_gap, W))]
+                m.next = "JUDGE"
             with m.State("JUDGE"):
                 m.d.comb += [rd.addr.eq(qp), self.result.valid.eq(1), r.qp.eq(qp), r.psn.eq(psn),
                              r.cack.eq(new_base), r.sack_offset.eq(block * SACK_BITS),
