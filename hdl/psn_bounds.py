@@ -22,9 +22,13 @@ class PsnBounds(wiring.Component):
     The served QP (``qp``, which is ``qp_next`` of the cycle before) has its bounds in
     registers, loaded a cycle ahead from ``qp_next``'s values with this cycle's changes: ``una``
     and ``nxt`` selected by the QP in the cycle they are used began the core clock's longest
-    path. With them, ``inflight`` (its PSNs in flight, ``nxt - una``) and ``hd`` (the PSNs from
-    ``una`` to ``high``, one past the highest known to have arrived, or 0 if that is not in
-    flight). ``high_next`` is ``qp_next``'s ``high`` as it will be in the next cycle.
+    path. With them, ``inflight`` (its PSNs in flight, ``nxt - una``), and from those and the
+    QP's ``high`` (one past the highest PSN known to have arrived, a register of the user's)
+    ``hd_now``: the PSNs from ``una`` to ``high``, or 0 if ``high`` is not in flight. ``hd`` is
+    ``hd_now`` of the cycle before, for a user that reads it where neither the QP nor its bounds
+    nor ``high`` changed in that cycle. (Worked out from the next cycle's ``una`` and ``high``,
+    ``hd`` ended two of the core clock's longest paths, from a SACK's checks and from the
+    walk's step.)
 
     Attributes
     ----------
@@ -32,8 +36,8 @@ class PsnBounds(wiring.Component):
     start : In(1); start_qp : In(range(qps)); start_psn : In(24)
     send : In(1); send_qp : In(range(qps)); send_psn : In(24)
     advance : In(1)
-    qp, qp_next : In(range(qps)); high_next : In(24)
-    c_una, c_nxt, inflight, hd : Out(24), QP ``qp``'s.
+    qp, qp_next : In(range(qps)); high : In(24), QP ``qp``'s
+    c_una, c_nxt, inflight, hd_now, hd : Out(24), QP ``qp``'s.
     """
 
     def __init__(self, qps=16):
@@ -46,9 +50,9 @@ class PsnBounds(wiring.Component):
             "start": In(1), "start_qp": In(range(qps)), "start_psn": In(PSN_BITS),
             "send": In(1), "send_qp": In(range(qps)), "send_psn": In(PSN_BITS),
             "advance": In(1),
-            "qp": In(range(qps)), "qp_next": In(range(qps)), "high_next": In(PSN_BITS),
+            "qp": In(range(qps)), "qp_next": In(range(qps)), "high": In(PSN_BITS),
             "c_una": Out(PSN_BITS), "c_nxt": Out(PSN_BITS),
-            "inflight": Out(PSN_BITS), "hd": Out(PSN_BITS),
+            "inflight": Out(PSN_BITS), "hd_now": Out(PSN_BITS), "hd": Out(PSN_BITS),
         })
 
     def elaborate(self, platform):
@@ -83,8 +87,12 @@ class PsnBounds(wiring.Component):
                                       self.una[self.qp_next])),
                          nxt_n.eq(Mux(self.send & (self.send_qp == self.qp_next), nxt_inc,
                                       self.nxt[self.qp_next]))]
-        inflight_n, high_n = Signal(PSN_BITS), Signal(PSN_BITS)
-        m.d.comb += [inflight_n.eq(nxt_n - una_n), high_n.eq(self.high_next - una_n)]
-        m.d.sync += [self.c_una.eq(una_n), self.c_nxt.eq(nxt_n), self.inflight.eq(inflight_n),
-                     self.hd.eq(Mux(high_n > inflight_n, 0, high_n))]
+        inflight_n = Signal(PSN_BITS)
+        m.d.comb += inflight_n.eq(nxt_n - una_n)
+        m.d.sync += [self.c_una.eq(una_n), self.c_nxt.eq(nxt_n), self.inflight.eq(inflight_n)]
+
+        high = Signal(PSN_BITS)
+        m.d.comb += [high.eq(self.high - self.c_una),
+                     self.hd_now.eq(Mux(high > self.inflight, 0, high))]
+        m.d.sync += self.hd.eq(self.hd_now)
         return m

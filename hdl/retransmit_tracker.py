@@ -327,7 +327,7 @@ class RetransmitTracker(wiring.Component):
             "sus_index": range(E), "sus_path": range(NP), "sus_live": 1, "cut_psn": PSN_BITS,
             "cutting": 1, "last_rtt": TIME_BITS})
         m.submodules.qp_state = rows = QpRows(Q, qp_row, readers=2)
-        row_next, row = rows.row_next, rows.row
+        row = rows.row
         st_timer, st_view = rows.read[0], rows.read[1]     # the timer's QP's, the host's
         st_new = Signal(qp_row)
         m.d.comb += [st_new.eq(row), rows.update.eq(st_new)]
@@ -375,13 +375,15 @@ class RetransmitTracker(wiring.Component):
         cq_next = Signal(range(Q))       # what cq is in the next cycle: the CC profile's QP
         m.d.comb += cq_next.eq(cq)
         m.d.comb += [rows.qp.eq(cq), rows.qp_next.eq(cq_next), rows.update_qp.eq(cq)]
-        # QP cq's una and nxt, and what the hole tests take from them and the row, in registers
-        # loaded the same way (from ``cq_next``'s next values).
-        m.d.comb += [bounds.qp.eq(cq), bounds.qp_next.eq(cq_next),
-                     bounds.high_next.eq(row_next.high)]
+        # QP cq's una and nxt, and what the hole tests take from them, in registers loaded the
+        # same way (from ``cq_next``'s next values).
+        m.d.comb += [bounds.qp.eq(cq), bounds.qp_next.eq(cq_next), bounds.high.eq(row.high)]
         c_una, c_nxt, c_high = bounds.c_una, bounds.c_nxt, row.high
         inflight = bounds.inflight
-        hd = bounds.hd                   # PSNs from una to one past the highest SACKed
+        # PSNs from una to one past the highest SACKed: ``hd_now`` from the registers, ``hd`` as
+        # they were a cycle before, for the scan (nothing it reads changes in the cycle before
+        # it: WALK_RD or its own states).
+        hd_now, hd = bounds.hd_now, bounds.hd
 
         # Bytes in flight: a new packet adds its payload as it passes the gate, the walk takes
         # acknowledged ones off.
@@ -671,7 +673,7 @@ class RetransmitTracker(wiring.Component):
                     # once took two 64-bit rotations, about 1,000 LUT4 sites at the board's
                     # size.)
                     m.d.sync += pipe_base.eq(check.base)
-                    with m.If((check.high - c_una)[:PSN_BITS] > hd):
+                    with m.If((check.high - c_una)[:PSN_BITS] > hd_now):
                         m.d.comb += st_new.high.eq(check.high)
                     m.d.sync += cause.eq(_Cause.SACK)
                     read_at(f_trig)
@@ -754,7 +756,7 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += [p.eq(Mux(resumes, res_psn, c_una)), scan_end.eq(c_nxt)]
                     with m.If(off):
                         m.next = "IDLE"
-                    with m.Elif(gbn & (hd <= self.reorder)):
+                    with m.Elif(gbn & (hd_now <= self.reorder)):
                         m.next = "IDLE"         # go-back-N: no loss seen
                     with m.Else():
                         m.next = "SCAN"
