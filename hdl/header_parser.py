@@ -58,10 +58,10 @@ class HeaderParser(wiring.Component):
 
     Enters: frames as the MAC delivers them, plain RoCEv2 or SRv6-encapsulated (outer IPv6 with
     next header 41, or 43 with an SRH of up to ``max_segments`` segments). Leaves: the same beats
-    on ``o``, and on ``meta`` one record per frame, when its last beat passes, with every field
-    of the stack and the first rule the frame broke (:class:`ParseError`). Fields of headers the
-    frame does not have are zero. One beat a cycle; a frame's last beat waits only while the
-    previous record is still unread.
+    on ``o``, and on ``meta`` one record per frame, the cycle after its last beat passes, with
+    every field of the stack and the first rule the frame broke (:class:`ParseError`). Fields of
+    headers the frame does not have are zero. One beat a cycle; a frame's last beat waits only
+    while the previous record is still unread or is being judged.
 
     Parameters
     ----------
@@ -143,24 +143,31 @@ class HeaderParser(wiring.Component):
 
         # Where the inner IPv6 header starts: case 0 plain, 1 outer IPv6, 2 + k outer + SRH of
         # k segments (the last case also takes any longer list, which the SRH rules refuse).
-        nh0 = field_value(cur, IP, "next_header", OUTER)
-        srh = header_view(cur, SRH, SRH_AT)
         bases = [OUTER, SRH_AT] + [FIXED + 16 * k for k in range(K + 1)]
-        case = Signal(len(bases))              # one-hot
-        with m.If(nh0 == wire.IPPROTO_IPV6):
-            m.d.comb += case.eq(1 << 1)
-        with m.Elif(nh0 == wire.IPPROTO_ROUTING):
-            with m.Switch(srh.hdr_ext_len >> 1):
-                for k in range(K + 1):
-                    with m.Case(k):
-                        m.d.comb += case.eq(1 << (2 + k))
-                with m.Default():
-                    m.d.comb += case.eq(1 << (len(bases) - 1))
-        with m.Else():
-            m.d.comb += case.eq(1)
-        base = Signal(range(bases[-1] + 1))
-        # One case holds at a time: an OR of the masked offsets, not a chain of adders.
-        m.d.comb += base.eq(reduce(or_, (Mux(case[c], off, 0) for c, off in enumerate(bases))))
+
+        def stack_case(buf, name):
+            """The case (one-hot) and the inner stack's offset of the headers in ``buf``."""
+            nh0 = field_value(buf, IP, "next_header", OUTER)
+            srh = header_view(buf, SRH, SRH_AT)
+            case = Signal(len(bases), name=f"{name}_case")
+            with m.If(nh0 == wire.IPPROTO_IPV6):
+                m.d.comb += case.eq(1 << 1)
+            with m.Elif(nh0 == wire.IPPROTO_ROUTING):
+                with m.Switch(srh.hdr_ext_len >> 1):
+                    for k in range(K + 1):
+                        with m.Case(k):
+                            m.d.comb += case.eq(1 << (2 + k))
+                    with m.Default():
+                        m.d.comb += case.eq(1 << (len(bases) - 1))
+            with m.Else():
+                m.d.comb += case.eq(1)
+            base = Signal(range(bases[-1] + 1), name=f"{name}_base")
+            # One case holds at a time: an OR of the masked offsets, not a chain of adders.
+            m.d.comb += base.eq(reduce(or_, (Mux(case[c], off, 0)
+                                             for c, off in enumerate(bases))))
+            return nh0, srh, case, base
+
+        case = stack_case(cur, "beat")[2]
 
         # The inner stack as it stands: a byte inside the window comes from it; one past it is
         # taken at the beat and lane where it passes. The case is known by then (it rests on
@@ -182,11 +189,19 @@ class HeaderParser(wiring.Component):
                 with m.If((beat == b) & Cat(*(case[c] for c in cs)).any()):
                     m.d.comb += byte.eq(d.data.word_select(lane, 8))
 
-        eth = header_view(cur, ETH, 0)
-        outer = header_view(cur, IP, OUTER)
-        ip = header_view(inner, IP, 0)
-        udp = header_view(inner, UDP, IP.length)
-        bth = header_view(inner, BTH, IP.length + UDP.length)
+        # A frame is judged the cycle after its last beat, from registers: the window and the
+        # inner stack, both whole by then, and its length. (Judged from the beat as it passed,
+        # through the window's and the stack's selection, the checks were the boards' core
+        # clock's longest path.) The next frame's first beat may pass meanwhile: it changes
+        # them only as the cycle ends.
+        judging = Signal()
+        total_q = Signal.like(total)
+        nh0, srh, _, base = stack_case(window, "judged")
+        eth = header_view(window, ETH, 0)
+        outer = header_view(window, IP, OUTER)
+        ip = header_view(inner_q, IP, 0)
+        udp = header_view(inner_q, UDP, IP.length)
+        bth = header_view(inner_q, BTH, IP.length + UDP.length)
         is_outer = nh0 == wire.IPPROTO_IPV6
         is_srh = nh0 == wire.IPPROTO_ROUTING
 
@@ -195,9 +210,9 @@ class HeaderParser(wiring.Component):
                    | ((srh.hdr_ext_len >> 1) > K) | (srh.last_entry + 1 != srh.hdr_ext_len >> 1)
                    | (srh.segments_left > srh.last_entry)
                    | (srh.next_header != wire.IPPROTO_IPV6))
-        with m.If(total > self._max_frame):
+        with m.If(total_q > self._max_frame):
             m.d.comb += error.eq(ParseError.OVERSIZE)
-        with m.Elif(total < OUTER + IP.length):
+        with m.Elif(total_q < OUTER + IP.length):
             m.d.comb += error.eq(ParseError.TRUNCATED)
         with m.Elif(eth.ethertype != wire.ETHERTYPE_IPV6):
             m.d.comb += error.eq(ParseError.ETHERTYPE)
@@ -205,11 +220,11 @@ class HeaderParser(wiring.Component):
             m.d.comb += error.eq(ParseError.IP_VERSION)
         with m.Elif((nh0 != wire.IPPROTO_UDP) & ~is_outer & ~is_srh):
             m.d.comb += error.eq(ParseError.NOT_UDP)
-        with m.Elif(is_srh & (total < SRH_AT + SRH.length)):
+        with m.Elif(is_srh & (total_q < SRH_AT + SRH.length)):
             m.d.comb += error.eq(ParseError.TRUNCATED)
         with m.Elif(is_srh & srh_bad):
             m.d.comb += error.eq(ParseError.SRH_MALFORMED)
-        with m.Elif(total < base + STACK):
+        with m.Elif(total_q < base + STACK):
             m.d.comb += error.eq(ParseError.TRUNCATED)
         with m.Elif(ip.version != 6):
             m.d.comb += error.eq(ParseError.IP_VERSION)
@@ -217,9 +232,9 @@ class HeaderParser(wiring.Component):
             m.d.comb += error.eq(ParseError.NOT_UDP)
         with m.Elif(udp.dport != wire.ROCE_UDP_PORT):
             m.d.comb += error.eq(ParseError.NOT_ROCE)
-        with m.Elif((ip.payload_length != total - base - IP.length)
+        with m.Elif((ip.payload_length != total_q - base - IP.length)
                     | (udp.length != ip.payload_length)
-                    | ((is_outer | is_srh) & (outer.payload_length != total - SRH_AT))):
+                    | ((is_outer | is_srh) & (outer.payload_length != total_q - SRH_AT))):
             m.d.comb += error.eq(ParseError.LENGTH)
 
         # The record. A malformed frame reports only its length, Ethernet header and reason; a
@@ -228,7 +243,7 @@ class HeaderParser(wiring.Component):
         record = Signal(parsed_layout())
         m.d.comb += [
             record.error.eq(error),
-            record.frame_length.eq(total),
+            record.frame_length.eq(total_q),
             record.eth.eq(eth),
         ]
         with m.If(error == ParseError.NONE):
@@ -242,8 +257,9 @@ class HeaderParser(wiring.Component):
             with m.If(is_srh):
                 m.d.comb += record.srh.eq(srh)
 
-        # Handshakes: data flows straight through; the last beat also needs room for the record.
-        room = ~self.meta.valid | self.meta.ready
+        # Handshakes: data flows straight through; the last beat also needs room for the record
+        # in the cycle after it, so none is being judged now.
+        room = ~judging & (~self.meta.valid | self.meta.ready)
         m.d.comb += [
             self.o.payload.eq(self.i.payload),
             self.o.valid.eq(self.i.valid & (~self.i.payload.last | room)),
@@ -252,16 +268,18 @@ class HeaderParser(wiring.Component):
         with m.If(self.meta.valid & self.meta.ready):
             m.d.sync += self.meta.valid.eq(0)
 
+        m.d.sync += judging.eq(0)
+        with m.If(judging):
+            m.d.sync += [self.meta.payload.eq(record), self.meta.valid.eq(1)]
+            m.d.comb += self.frames.eq(1)
+            with m.If(error != ParseError.NONE):
+                m.d.comb += self.errors.eq(1)
+                m.d.sync += self.last_error.eq(error)
+
         with m.If(self.i.valid & self.i.ready):
             with m.If(self.i.payload.last):
-                m.d.sync += [
-                    self.meta.payload.eq(record), self.meta.valid.eq(1),
-                    beat.eq(0), length.eq(0),
-                ]
-                m.d.comb += self.frames.eq(1)
-                with m.If(error != ParseError.NONE):
-                    m.d.comb += self.errors.eq(1)
-                    m.d.sync += self.last_error.eq(error)
+                m.d.sync += [window.eq(cur), inner_q.eq(inner), total_q.eq(total),
+                             judging.eq(1), beat.eq(0), length.eq(0)]
             with m.Else():
                 m.d.sync += [window.eq(cur), inner_q.eq(inner)]
                 with m.If(beat != win_beats):
