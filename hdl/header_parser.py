@@ -277,11 +277,10 @@ class HeaderParser(wiring.Component):
                 m.d.sync += self.last_error.eq(error)
 
         with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [window.eq(cur), inner_q.eq(inner)]
             with m.If(self.i.payload.last):
-                m.d.sync += [window.eq(cur), inner_q.eq(inner), total_q.eq(total),
-                             judging.eq(1), beat.eq(0), length.eq(0)]
+                m.d.sync += [total_q.eq(total), judging.eq(1), beat.eq(0), length.eq(0)]
             with m.Else():
-                m.d.sync += [window.eq(cur), inner_q.eq(inner)]
                 with m.If(beat != win_beats):
                     m.d.sync += beat.eq(beat + 1)
                 with m.If(length < (1 << 16) - L):

@@ -25,7 +25,7 @@ async def each_qp_keeps_its_una_and_nxt(dut):
     psns = ArrayLayout(PSN_BITS, qps)
     await setup(dut)
     una, nxt = [0] * qps, [0] * qps
-    served = None              # (qp, una, nxt, inflight) the registers should hold
+    served = None              # (una, nxt, inflight) QP qp's registers should hold
     hd_before = None           # hd_now of the cycle before
     qp = 0
     seen = {"start": 0, "send": 0, "advance": 0, "start_wins": 0, "hd_zero": 0, "hd": 0}
