@@ -358,6 +358,9 @@ class MgmtServer(wiring.Component):
         m.d.comb += waddr.eq(req.addr + Cat(C(0, 2), k))
         in_range = waddr[self._addr_width:] == 0
         bus_addr = Signal(self._addr_width)   # waddr, as the access takes it
+        # On the bus in every state, not only the access's: the bank's address decode then
+        # starts from this register alone, and the FSM's state reaches only the strobes.
+        m.d.comb += bus.addr.eq(bus_addr)
         desc = dr.data
         m.d.comb += dr.addr.eq(waddr[2:self._addr_width])
         last_bits = Signal(6)          # bits of the last word of a single access
@@ -560,8 +563,7 @@ class MgmtServer(wiring.Component):
                 # register: from the descriptor ROM's output, or from the word count through
                 # the address's adder, into the register bank in one cycle was the boards'
                 # core clock's critical path.
-                m.d.comb += [bus.addr.eq(bus_addr), bus.w_data.eq(fword),
-                             bus.r_stb.eq(reading), bus.w_stb.eq(writes)]
+                m.d.comb += [bus.w_data.eq(fword), bus.r_stb.eq(reading), bus.w_stb.eq(writes)]
                 m.next = "RESULT"
             with m.State("RESULT"):
                 word = Signal(32)

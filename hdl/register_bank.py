@@ -177,6 +177,14 @@ class RegisterBank(wiring.Component):
                     m.d.sync += cnt_high.eq(bank.rd_data[32:])
         with m.If(bus.r_stb):
             m.d.sync += cnt_hit.eq(0)
+        # A counter's index follows the address alone, and only its read enable takes the
+        # strobe: through the read decode below, the strobe reached the bank's pending-count
+        # multiplexer and adder, the boards' core clock's longest path.
+        with m.Switch(bus.addr):
+            for r in counters:
+                j, bank, i = cnt_at[r.path]
+                with m.Case(r.offset):
+                    m.d.comb += [bank.rd_addr.eq(i), bank.rd_en.eq(bus.r_stb)]
 
         # Late RO registers: the value is taken the cycle after the strobe, and kept (a read in
         # that cycle takes over r_word: its assignments come after these).
@@ -211,7 +219,6 @@ class RegisterBank(wiring.Component):
                         for k in range(r.words):
                             with m.Case(r.offset + 4 * k):
                                 if k == 0:
-                                    m.d.comb += [bank.rd_addr.eq(i), bank.rd_en.eq(1)]
                                     m.d.sync += cnt_hit[j].eq(1)
                                 else:
                                     m.d.sync += r_word.eq(cnt_high)
