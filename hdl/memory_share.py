@@ -2,7 +2,7 @@
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .host_memory import MemReadPort, MemWritePort
@@ -37,8 +37,12 @@ class MemoryShare(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.rd_owner = rd_owner = SyncFIFO(width=1, depth=self._outstanding)
-        m.submodules.wr_owner = wr_owner = SyncFIFO(width=1, depth=self._outstanding)
+        # The owners' queues answer from a register: an answer's owner read from a distributed
+        # RAM began the boards' core clock's longest path (through the answer's valid into the
+        # TX pipeline). An owner is queued as its request is taken, two cycles at least before
+        # the answer, so the queue's extra cycle does not show.
+        m.submodules.rd_owner = rd_owner = SyncFIFOBuffered(width=1, depth=self._outstanding)
+        m.submodules.wr_owner = wr_owner = SyncFIFOBuffered(width=1, depth=self._outstanding)
 
         # Reads: a request goes out with its owner queued; the answer's beats go back to the
         # owner at the queue's head, which leaves with the last beat.
