@@ -39,8 +39,11 @@ class MemoryShare(wiring.Component):
         m = Module()
         # The owners' queues answer from a register: an answer's owner read from a distributed
         # RAM began the boards' core clock's longest path (through the answer's valid into the
-        # TX pipeline). An owner is queued as its request is taken, two cycles at least before
-        # the answer, so the queue's extra cycle does not show.
+        # TX pipeline). An owner is at the head two cycles after its request is taken (or a
+        # write's last beat); the on-chip memory's read answers come no sooner, the test
+        # benches' host memory's four cycles on, so for reads the extra cycle does not show.
+        # An answer that came sooner would wait for its owner (a write's acknowledgement at
+        # most a cycle, once a write).
         m.submodules.rd_owner = rd_owner = SyncFIFOBuffered(width=1, depth=self._outstanding)
         m.submodules.wr_owner = wr_owner = SyncFIFOBuffered(width=1, depth=self._outstanding)
 
