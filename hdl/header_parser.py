@@ -146,7 +146,7 @@ class HeaderParser(wiring.Component):
         bases = [OUTER, SRH_AT] + [FIXED + 16 * k for k in range(K + 1)]
 
         def stack_case(buf, name):
-            """The case (one-hot) and the inner stack's offset of the headers in ``buf``."""
+            """The outer next header, the SRH and the case (one-hot) of the headers in ``buf``."""
             nh0 = field_value(buf, IP, "next_header", OUTER)
             srh = header_view(buf, SRH, SRH_AT)
             case = Signal(len(bases), name=f"{name}_case")
@@ -161,11 +161,7 @@ class HeaderParser(wiring.Component):
                         m.d.comb += case.eq(1 << (len(bases) - 1))
             with m.Else():
                 m.d.comb += case.eq(1)
-            base = Signal(range(bases[-1] + 1), name=f"{name}_base")
-            # One case holds at a time: an OR of the masked offsets, not a chain of adders.
-            m.d.comb += base.eq(reduce(or_, (Mux(case[c], off, 0)
-                                             for c, off in enumerate(bases))))
-            return nh0, srh, case, base
+            return nh0, srh, case
 
         case = stack_case(cur, "beat")[2]
 
@@ -196,7 +192,11 @@ class HeaderParser(wiring.Component):
         # them only as the cycle ends.
         judging = Signal()
         total_q = Signal.like(total)
-        nh0, srh, _, base = stack_case(window, "judged")
+        nh0, srh, judged_case = stack_case(window, "judged")
+        base = Signal(range(bases[-1] + 1))    # where the judged frame's inner stack starts
+        # One case holds at a time: an OR of the masked offsets, not a chain of adders.
+        m.d.comb += base.eq(reduce(or_, (Mux(judged_case[c], off, 0)
+                                         for c, off in enumerate(bases))))
         eth = header_view(window, ETH, 0)
         outer = header_view(window, IP, OUTER)
         ip = header_view(inner_q, IP, 0)

@@ -182,7 +182,7 @@ class RegisterBank(wiring.Component):
         # multiplexer and adder, the boards' core clock's longest path.
         with m.Switch(bus.addr):
             for r in counters:
-                j, bank, i = cnt_at[r.path]
+                _, bank, i = cnt_at[r.path]
                 with m.Case(r.offset):
                     m.d.comb += [bank.rd_addr.eq(i), bank.rd_en.eq(bus.r_stb)]
 
