@@ -559,6 +559,12 @@ class RetransmitTracker(wiring.Component):
                 t_una, t_nxt = una[t_q], nxt[t_q]
                 m.d.comb += self.init.ready.eq(1)
                 m.d.sync += t_fresh.eq(~self.init.valid)
+                # A timeout's start, whatever IDLE does: the states IDLE goes to otherwise set
+                # each of these before reading it, and their enables are then the state alone,
+                # not the choice below (whose timer and window lookups ended the core clock's
+                # longest path in ``cause``'s enable).
+                m.d.sync += [p.eq(t_una), cause.eq(_Cause.TIMEOUT), scan_end.eq(t_nxt),
+                             c_rto.eq(t_rto)]
                 with m.If(self.init.valid):
                     iq = self.init.payload.qp
                     # (a packet passing the gate as its QP starts was queued before: it is not
@@ -608,8 +614,7 @@ class RetransmitTracker(wiring.Component):
                     m.next = "WALK_RD"
                 with m.Elif(~off & t_due & t_fresh):
                     m.d.comb += cq_next.eq(t_q)
-                    m.d.sync += [cq.eq(t_q), p.eq(t_una), cause.eq(_Cause.TIMEOUT),
-                                 scan_end.eq(t_nxt), c_rto.eq(t_rto)]
+                    m.d.sync += cq.eq(t_q)
                     with m.If(res_q == t_q):
                         m.d.sync += res_on.eq(0)
                     m.next = "TO_FIND"
@@ -640,6 +645,10 @@ class RetransmitTracker(wiring.Component):
                     m.d.sync += p_k.eq(p_k + 1)
 
             with m.State("SACK_CHECK"):
+                # Set whatever the verdict (a refused SACK goes back to IDLE, which reads none
+                # of them, and every resend follows a state that sets ``cause``): the verdict
+                # then reaches only the FSM's state and the row, not these registers' enables.
+                m.d.sync += [f_rtt.eq(sample), pipe_base.eq(check.base), cause.eq(_Cause.SACK)]
                 with m.If(check.sack == Verdict.STALE):
                     count("stale")
                     m.next = "IDLE"
@@ -647,7 +656,6 @@ class RetransmitTracker(wiring.Component):
                     count("invalid")
                     m.next = "IDLE"
                 with m.Else():
-                    m.d.sync += f_rtt.eq(sample)
                     m.d.comb += cc.sack.eq(1)
                     # The QP's new RTT estimates and RACK time, into its row.
                     newer = Signal(TIME_BITS)
@@ -666,16 +674,8 @@ class RetransmitTracker(wiring.Component):
                         m.d.comb += [st_new.rack_ts.eq(f_ts), st_new.rack_on.eq(1)]
                     m.d.comb += [st_new.srtt.eq(rtt.srtt_next), st_new.rttvar.eq(rtt.rttvar_next),
                                  st_new.have_rtt.eq(1)]
-                    # What the bitmap covers is no longer outstanding, nor in flight: PIPE
-                    # takes each of its PSNs still outstanding out of both, so a hole at una
-                    # does not stall the QP while it is recovered. (It visits the bitmap's
-                    # PSNs one by one: the bitmap set against the QP's outstanding bits at
-                    # once took two 64-bit rotations, about 1,000 LUT4 sites at the board's
-                    # size.)
-                    m.d.sync += pipe_base.eq(check.base)
                     with m.If((check.high - c_una)[:PSN_BITS] > hd_now):
                         m.d.comb += st_new.high.eq(check.high)
-                    m.d.sync += cause.eq(_Cause.SACK)
                     read_at(f_trig)
                     m.next = "SACK_EV"
 
@@ -727,6 +727,11 @@ class RetransmitTracker(wiring.Component):
                     m.next = "PIPE"
 
             # ---- packets SACKed above una leave the flight ----------------------------------
+            # What a SACK's bitmap covers is no longer outstanding, nor in flight: PIPE takes
+            # each of its PSNs still outstanding out of both, so a hole at una does not stall
+            # the QP while it is recovered. (It visits the bitmap's PSNs one by one: the bitmap
+            # set against the QP's outstanding bits at once took two 64-bit rotations, about
+            # 1,000 LUT4 sites at the board's size.)
             with m.State("PIPE"):
                 any_left, at = first_set(m, f_bits, "pipe_at")
                 m.d.sync += p.eq(pipe_base + at)
