@@ -43,11 +43,9 @@ class SprayScheduler(wiring.Component):
     drawn afresh for every packet among the eligible ones, with no turns and no rounds: what
     was picked before changes nothing.
 
-    One decision a cycle: a request picked at cycle t leaves as a grant at t + 3 (the pick
-    takes two cycles). A request is taken whenever the scheduler holds none, and picked in the
-    cycle it is taken if a plane can take it and the QP's pick before is not still in its
-    second cycle; otherwise it waits in the scheduler, which takes no other meanwhile. A state
-    change accepted at cycle t applies to every request picked from t on.
+    One decision a cycle: a request accepted at cycle t leaves as a grant at t + 3 (the pick
+    takes two cycles), and a request for the QP of the one accepted at t - 1 is not accepted
+    at t. A state change accepted at cycle t applies to every request accepted from t on.
 
     Parameters
     ----------
@@ -311,20 +309,7 @@ class SprayScheduler(wiring.Component):
         stall = s2_valid & ~self.grant.ready
         sb_held = sb_valid & stall            # the pick cannot move on this cycle
 
-        # A request is taken whenever none waits here, and waits (``pend``) while it cannot be
-        # picked: the request's ready then comes from a register. (When it was whether the
-        # pick could be made, the lookups below ended in the request slice's enables: the
-        # core clock's longest path.)
-        pend_valid = Signal()
-        pend = Signal(self.request.payload.shape())
-        req = Signal(self.request.payload.shape())
-        req_valid = Signal()
-        m.d.comb += [self.request.ready.eq(~pend_valid),
-                     req.eq(Mux(pend_valid, pend, self.request.payload)),
-                     req_valid.eq(pend_valid | self.request.valid)]
-        with m.If(~pend_valid):
-            m.d.sync += pend.eq(self.request.payload)
-        qp = req.qp
+        qp = self.request.payload.qp
         ready_now = ready_for(qp)
         # A port holding frames back (busy) takes no new packet while another ready one is
         # free: planes in turn count packets, not bytes, and a port the turns overload would
@@ -380,7 +365,8 @@ class SprayScheduler(wiring.Component):
         base = plane_wise(free, open_now, "base")
         # A retry leaves out the entry that lost the packet, if a ready plane has another.
         avoid = Signal(E)
-        m.d.comb += avoid.eq(Mux(req.retry, onehot(req.avoid, "avoid_one"), 0))
+        m.d.comb += avoid.eq(Mux(self.request.payload.retry,
+                                 onehot(self.request.payload.avoid, "avoid_one"), 0))
         others = named(base & ~avoid, "others")
         eligible = Signal(E)
         unused = Signal(E)
@@ -423,20 +409,19 @@ class SprayScheduler(wiring.Component):
         m.d.comb += start.eq((lfsr[:kbits] * slots) >> kbits if per_plane > 1 else 0)
 
         # A probe takes exactly its entry, on that entry's plane, once that plane is ready.
-        probe = req.probe
-        entry = req.entry
+        probe = self.request.payload.probe
+        entry = self.request.payload.entry
         entry_plane = plane_of(entry)
         can_pick = Mux(probe, ready_now.bit_select(entry_plane, 1), usable.any())
         follows = sb_valid & (sb_qp == qp)    # the QP's last pick is still in stage 2
-        takes = req_valid & ~sb_held & ~follows
-        picks = Signal()
-        m.d.comb += picks.eq(takes & can_pick)
-        m.d.sync += pend_valid.eq(req_valid & ~picks)
-        # Stage 2's registers load whenever it moves, picked or not (``sb_valid`` says which):
-        # the pick's outcome is then only their data, not their enables.
+        takes = ~sb_held & ~follows
+        m.d.comb += self.request.ready.eq(takes & can_pick)
+        accepted = self.request.valid & self.request.ready
         with m.If(~sb_held):
-            m.d.sync += [sb_valid.eq(picks), sb_qp.eq(qp), sb_probe.eq(probe),
-                         sb_entry.eq(entry), *[sb_bits[p].eq(plane_bits[p]) for p in range(P)],
+            m.d.sync += sb_valid.eq(accepted)
+        with m.If(accepted):
+            m.d.sync += [sb_qp.eq(qp), sb_probe.eq(probe), sb_entry.eq(entry),
+                         *[sb_bits[p].eq(plane_bits[p]) for p in range(P)],
                          sb_usable.eq(usable), sb_renew.eq(renew), sb_turn.eq(cur_turn),
                          sb_start.eq(start)]
 
@@ -488,7 +473,7 @@ class SprayScheduler(wiring.Component):
                 m.d.sync += period[q].eq(period[q] + 1)
 
         for q in range(Q):
-            with m.If(takes & ~probe & only_skipped & (qp == q)):
+            with m.If(self.request.valid & ~probe & takes & only_skipped & (qp == q)):
                 end_rotation(q)
             with m.If(picked & (sb_qp == q)):
                 m.d.sync += turn[q].eq(plane + 1 if P > 1 else 0)
