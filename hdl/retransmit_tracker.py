@@ -508,7 +508,8 @@ class RetransmitTracker(wiring.Component):
         # everything from una to there, so the next SACK's sweep takes up at it. (From una,
         # passing a PSN a cycle over what was resent could take longer than the next feedback
         # takes to come, and the sweep would never get further.) A timeout starts afresh.
-        res_on, res_q, res_psn = Signal(), Signal(range(Q)), Signal(PSN_BITS)
+        res_on, res_q, res_psn = (Signal(name="res_on"), Signal(range(Q), name="res_q"),
+                                  Signal(PSN_BITS, name="res_psn"))
         resumes = (gbn & res_on & (res_q == cq)
                    & ((res_psn - c_una)[:PSN_BITS] < (c_nxt - c_una)[:PSN_BITS]))
 
@@ -615,8 +616,6 @@ class RetransmitTracker(wiring.Component):
                 with m.Elif(~off & t_due & t_fresh):
                     m.d.comb += cq_next.eq(t_q)
                     m.d.sync += cq.eq(t_q)
-                    with m.If(res_q == t_q):
-                        m.d.sync += res_on.eq(0)
                     m.next = "TO_FIND"
 
             # ---- a probe's answer: its EV is GOOD again ----------------------------------------
@@ -919,6 +918,10 @@ class RetransmitTracker(wiring.Component):
                 # as the timer fires, which kept the window bits' address off the timer's path)
                 read_at(p)
                 m.d.comb += f_pend_clr.eq(~0)
+                # (a timeout starts afresh: its QP's sweep does not resume. Here, not in IDLE's
+                # branch, whose timer and window lookups ended in the flag's enable.)
+                with m.If(res_q == cq):
+                    m.d.sync += res_on.eq(0)
                 with m.If(p == c_nxt):
                     m.d.comb += timer.restart.eq(1)
                     m.next = "IDLE"
