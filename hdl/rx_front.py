@@ -12,7 +12,7 @@ from .headers import assign_fields, header_bytes, header_layout
 from .icrc_checker import IcrcChecker
 from .rx_ingress import RxIngress
 from .srv6_decap import Srv6Decapsulator, strip_layout
-from .stream import PacketRegSlice, check_width, packet_layout
+from .stream import check_width, packet_layout
 
 __all__ = ["FRONT_EVENTS", "FRONT_STATS", "carried_layout", "rx_meta_layout", "drop_reasons", "arrival_tc",
            "is_trimmed", "RxFront"]
@@ -205,12 +205,7 @@ class RxFront(wiring.Component):
             m.d.sync += [first.eq(w.last), sent.eq(0)]
 
         # Decapsulator -> ICRC checker -> second filter, judged by the ICRC at the last beat.
-        # The checker takes the decapsulator's beats through a register: the decapsulator's
-        # choice of beat, the CRC over it and the verdict into the filter were one path (the
-        # core clock's longest in an ECPIX-5 build).
-        m.submodules.to_icrc = to_icrc = PacketRegSlice(self._width)
-        wiring.connect(m, decap.o, to_icrc.i)
-        wiring.connect(m, to_icrc.o, icrc.i)
+        wiring.connect(m, decap.o, icrc.i)
         c = icrc.o.payload
         verdict_ok = ~c.last | ck.verdict.ready
         m.d.comb += [
