@@ -39,6 +39,13 @@ class SprayScheduler(wiring.Component):
     change. An ASSUMED_BAD update with ``path`` retires every GOOD EV of the QP on that entry's
     path at once: a dead link loses whatever is sent its way, on any entry.
 
+    With ``mode`` SEQUENCE, the rounds as ROUNDS has them, but taken in profile order: a
+    plane's next EV is its first eligible one after the last it gave, a new round's too (the
+    first after the profile is emptied: a pseudo-random one). A profile the driver lays out
+    path by path is then sprayed path by path, so that a switch's uplinks take each QP's
+    packets in turn rather than in random runs; the random first entry keeps QPs that start
+    together out of step.
+
     With ``mode`` RANDOM (oblivious spraying, to measure MRC against) the plane and the EV are
     drawn afresh for every packet among the eligible ones, with no turns and no rounds: what
     was picked before changes nothing.
@@ -68,7 +75,8 @@ class SprayScheduler(wiring.Component):
         Bit p: plane p's port can take a packet now.
     port_busy : In(planes), ports holding frames back now (their output stalled): new
         packets go to the other ready planes while one is free.
-    mode : In(SprayMode), ROUNDS (MRC) or RANDOM.
+    mode : In(SprayMode), ROUNDS (MRC), SEQUENCE (MRC, each round in profile order) or
+        RANDOM. (A value past them acts as ROUNDS.)
     trim_rounds : In(4), the rotations a trim's SKIP lasts (0 acts as 1).
     load : In(stream {qp, index, ev, op})
         Management (:class:`LoadOp`): write profile entry ``index`` (it becomes GOOD), push a
@@ -301,7 +309,7 @@ class SprayScheduler(wiring.Component):
         sb_bits = [Signal(per_plane, name=f"sb_plane{p}_bits") for p in range(P)]
         sb_usable, sb_renew = Signal(P), Signal(P)
         sb_turn = Signal(range(P))
-        sb_start = Signal(range(per_plane))
+        sb_start = [Signal(range(per_plane), name=f"sb_plane{p}_start") for p in range(P)]
         s2_valid = Signal()                   # stage 3: the grant
         s2_qp = Signal(range(Q))
         s2_index = Signal(range(E))
@@ -324,7 +332,8 @@ class SprayScheduler(wiring.Component):
         used_now = Signal(E)
         good_now = Signal(E)
         skipped_now = Signal(E)
-        rounds = self.mode == SprayMode.ROUNDS
+        rounds = self.mode != SprayMode.RANDOM
+        sequence = self.mode == SprayMode.SEQUENCE
         with m.Switch(qp):
             for q in range(Q):
                 with m.Case(q):
@@ -407,6 +416,22 @@ class SprayScheduler(wiring.Component):
         m.d.comb += slots.eq((cur_size + P - 1) >> (P - 1).bit_length())
         start = Signal(range(per_plane))
         m.d.comb += start.eq((lfsr[:kbits] * slots) >> kbits if per_plane > 1 else 0)
+        # SEQUENCE: where each plane's rounds go on from (the entry after the last it gave).
+        # (Each plane's start is chosen here, where the plane is not
+        # yet known, so the pick's stage only selects one by its plane.)
+        # ``begun``: the plane has given an EV since the profile was emptied (the first round's
+        # start is drawn too: the profile's size, which the draw spans, is not known before).
+        cursor = [[Signal(range(per_plane), name=f"cursor_q{q}_p{p}") for p in range(P)]
+                  for q in range(Q)]
+        begun = [Signal(P, name=f"begun_q{q}") for q in range(Q)]
+        cur_cursor = [Signal(range(per_plane), name=f"cur_cursor_p{p}") for p in range(P)]
+        cur_begun = Signal(P)
+        with m.Switch(qp):
+            for q in range(Q):
+                with m.Case(q):
+                    m.d.comb += [cur_begun.eq(begun[q]),
+                                 *[cur_cursor[p].eq(cursor[q][p]) for p in range(P)]]
+        starts = [Mux(sequence & cur_begun[p], cur_cursor[p], start) for p in range(P)]
 
         # A probe takes exactly its entry, on that entry's plane, once that plane is ready.
         probe = self.request.payload.probe
@@ -423,7 +448,7 @@ class SprayScheduler(wiring.Component):
             m.d.sync += [sb_qp.eq(qp), sb_probe.eq(probe), sb_entry.eq(entry),
                          *[sb_bits[p].eq(plane_bits[p]) for p in range(P)],
                          sb_usable.eq(usable), sb_renew.eq(renew), sb_turn.eq(cur_turn),
-                         sb_start.eq(start)]
+                         *[sb_start[p].eq(starts[p]) for p in range(P)]]
 
         # ---- stage 2: the pick ---------------------------------------------------------------
         # Plane: the first usable one from the QP's turn onwards; EV within the plane: the
@@ -434,7 +459,12 @@ class SprayScheduler(wiring.Component):
             for p in range(P):
                 with m.Case(p):
                     m.d.comb += bits.eq(sb_bits[p])
-        slot = first_from(m, bits, sb_start, "slot")
+        slot_start = Signal(range(per_plane))
+        with m.Switch(plane):
+            for p in range(P):
+                with m.Case(p):
+                    m.d.comb += slot_start.eq(sb_start[p])
+        slot = first_from(m, bits, slot_start, "slot")
         index = Signal(range(E))
         m.d.comb += index.eq(slot * P + plane if P > 1 else slot)
         pick_index = Signal(range(E))
@@ -477,6 +507,11 @@ class SprayScheduler(wiring.Component):
                 end_rotation(q)
             with m.If(picked & (sb_qp == q)):
                 m.d.sync += turn[q].eq(plane + 1 if P > 1 else 0)
+                with m.Switch(plane):
+                    for p in range(P):
+                        with m.Case(p):
+                            # (per_plane is a power of two: the slot after the last wraps)
+                            m.d.sync += [cursor[q][p].eq(slot + 1), begun[q][p].eq(1)]
                 with m.Switch(plane):
                     for p in range(P):
                         with m.Case(p):
@@ -528,7 +563,8 @@ class SprayScheduler(wiring.Component):
                 with m.If(ld.qp == q):
                     write(q, Const((1 << E) - 1, E), **{name: 0 for name in after})
                     m.d.sync += [period[q].eq(0), size[q].eq(0), grants[q].eq(0), turn[q].eq(0),
-                                 *[spares[q][p].eq(0) for p in range(P)]]
+                                 *[spares[q][p].eq(0) for p in range(P)],
+                                 begun[q].eq(0)]
         with m.Elif(self.load.valid & (ld.op == LoadOp.SPARE)):
             for q in range(Q):
                 for p in range(P):

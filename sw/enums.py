@@ -64,10 +64,11 @@ class RelMode(Enum, **_bits(2)):
     OFF = 2         # nothing is retransmitted: a packet counts as acknowledged once sent
 
 
-class SprayMode(Enum, **_bits(1)):
+class SprayMode(Enum, **_bits(2)):
     """How the spray scheduler picks each packet's EV (the ``tx.spray`` register)."""
     ROUNDS = 0   # MRC: planes in turn, each plane's eligible EVs in rounds, each used once a round
     RANDOM = 1   # oblivious spraying: an eligible EV drawn afresh for every packet
+    SEQUENCE = 2  # MRC's rounds, each taken in profile order from a pseudo-random entry
 
 
 class WrOpcode(Enum, **_bits(1)):

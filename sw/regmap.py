@@ -294,11 +294,13 @@ def _tx_registers():
         _r("tx", "port_limit", 0x3CC, 16, "RW", 2400,
            "Bytes a metered port may hold before it is passed over (tx.port_rate): about two "
            "frames of MTU 1024, so a port always has its next frame waiting and no more."),
-        _r("tx", "spray", 0x3D0, 1, "RW", 0,
+        _r("tx", "spray", 0x3D0, 2, "RW", 0,
            "How each packet's EV is picked among its QP's eligible ones: 0 ROUNDS (MRC: planes "
            "in turn, and each plane's EVs in rounds, every EV once a round), 1 RANDOM "
            "(oblivious spraying: a plane and an EV drawn afresh for every packet, whatever "
-           "went before)."),
+           "went before), 2 SEQUENCE (MRC's rounds, each taken in profile order from a "
+           "pseudo-random entry: for profiles laid out path by path, which it then sprays "
+           "path by path).", limit=2),
         _r("tx", "trim_rounds", 0x3D4, 4, "RW", 4,
            "Rotations of its QP's profile an EV sits out after a NACK TRIMMED (a queue on its "
            "path was full): the rest of the current period of so many rotations and the whole "

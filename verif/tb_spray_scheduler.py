@@ -523,3 +523,55 @@ async def a_profile_of_one_entry_sends_on_it_alone(dut):
         await ClockCycles(dut.clk, 2)
         gs = await tb.grants([q], 16)
         assert {g["index"] for g in gs} == {plane}, f"{mode.name}: entries {gs}"
+
+
+@cocotb.test()
+async def sequence_mode_sprays_each_plane_in_profile_order(dut):
+    """SEQUENCE: the planes in turn, and each plane's EVs in profile order, round after round,
+    from wherever its first pick fell; a SKIP is passed over (the order goes on behind it) and
+    a DENIED EV never comes. Two QPs keep their own places."""
+    p = params()
+    rng = random.Random(p["seed"] + 3)
+    P = p["planes"]
+    await setup(dut)
+    dut.port_ready.value = (1 << P) - 1
+    dut.mode.value = SprayMode.SEQUENCE.value
+    tb = Tb(dut, p, rng)
+    await tb.load_all()
+
+    def in_order(gs, q, allowed):
+        """Each plane's picks for QP ``q`` go round ``allowed`` (the plane's entries that may
+        come, in profile order) one after the other; returns each plane's last pick."""
+        last = {}
+        for g in (g for g in gs if g["qp"] == q):
+            pl, i = g["plane"], g["index"]
+            ring = [j for j in allowed if j % P == pl]
+            assert i in ring, f"QP {q}: entry {i} is not one that may come ({ring})"
+            if pl in last:
+                want = ring[(ring.index(last[pl]) + 1) % len(ring)]
+                assert i == want, (f"QP {q} plane {pl}: entry {i} after {last[pl]}, want "
+                                   f"{want} (the next in profile order)")
+            last[pl] = i
+        return last
+
+    everything = list(range(tb.size))
+    gs = await tb.grants([0, 1], 6 * tb.size)
+    for q in (0, 1):
+        in_order(gs, q, everything)
+        planes = [g["plane"] for g in gs if g["qp"] == q]
+        assert all(a != b for a, b in zip(planes, planes[1:], strict=False)) if P > 1 else True, \
+            f"QP {q}: planes out of turn: {planes}"
+    # A SKIP sits out its rotation: the others keep their order without it; it comes back.
+    q, skipped = 0, rng.randrange(tb.size)
+    await tb.update(q, skipped, EvState.SKIP)
+    gs = await tb.grants([q], tb.size - 1)
+    assert skipped not in {g["index"] for g in gs}, f"SKIP entry {skipped} picked"
+    in_order(gs, q, [i for i in everything if i != skipped])
+    gs = await tb.grants([q], 4 * tb.size)
+    assert skipped in {g["index"] for g in gs}, f"entry {skipped} never came back from SKIP"
+    # A DENIED EV never comes; the rest go round without it.
+    denied = (skipped + 1) % tb.size
+    await tb.update(q, denied, EvState.DENIED, management=1)
+    tb.state[q][denied] = EvState.DENIED
+    gs = await tb.grants([q], 2 * tb.size)
+    in_order(gs, q, [i for i in everything if i != denied])

@@ -4,6 +4,7 @@
 import pytest
 
 from mrcnic import driver, regmap
+from mrcnic.enums import SprayMode
 from mrcnic.evmap import EvLayout, UsidTemplate
 from mrcnic.hdl.retransmit_tracker import RelMode
 from mrcnic.regclient import RegisterClient, RegisterError
@@ -171,8 +172,10 @@ def test_a_transport_is_set_through_three_registers(name):
 def test_bad_transports_and_spray_modes_are_refused():
     bus, c = nic()
     with pytest.raises(RegisterError, match="spray mode must be one of"):
-        c.run(driver.set_spray(2))
+        c.run(driver.set_spray(3))
     assert not bus.writes
+    c.run(driver.set_spray(SprayMode.SEQUENCE))
+    assert [(regmap.by_offset(o).path, v) for o, v in bus.writes] == [("tx.spray", 2)]
     with pytest.raises(ValueError, match="no transport 'dcqcn'; transports are mrc, roce, spray"):
         transport("dcqcn")
     with pytest.raises(ValueError, match="paths must be at least 1"):
