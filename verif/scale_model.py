@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, replace
 
 from mrcnic import regmap, wire
+from mrcnic.enums import SprayMode
 from mrcnic.evmap import EvLayout
 from mrcnic.simctl import profile_paths
 from mrcnic.transports import TRANSPORTS, transport
@@ -210,6 +211,10 @@ class FatTreeRun:
     mtu: int = 4096
     degraded: int = 0
     ratio: float = 0.1
+    #: how the fabric takes an EV (scale_net.FatTree): "srv6", the route its uSIDs name (MRC's
+    #: profiles laid out route by route, and sprayed in SEQUENCE); "ecmp", each switch hashing
+    #: it, as uet-htsim's fabric does (MRC's profiles of random EVs, sprayed in ROUNDS)
+    routing: str = "srv6"
     #: queues and ECN in bandwidth-delay products of the network's RTT
     queue_bdp: float = 1.0
     ecn_lo: float = 0.2
@@ -237,7 +242,9 @@ class FatTreeRun:
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 2 or self.k % 2:
             raise ValueError(f"a fat tree's k is even and at least 2, not {self.k!r}")
-        checks = [(0 <= self.degraded <= self.k // 2,
+        checks = [(self.routing in FatTree.ROUTINGS,
+                   f"routing is one of {', '.join(FatTree.ROUTINGS)}, not {self.routing!r}"),
+                  (0 <= self.degraded <= self.k // 2,
                    f"{self.degraded} degraded links asked for; pod 0's Agg 0 has {self.k // 2}"),
                   (0 < self.ratio <= 1, f"ratio is a fraction of a link's rate, above 0 and at "
                                         f"most 1, not {self.ratio}"),
@@ -345,25 +352,45 @@ def permutation(hosts: int, seed: int, flows: int | None = None) -> list[tuple[i
     return pairs if flows is None else pairs[:flows]
 
 
+class _Routes:
+    """An SRv6 fat tree's paths, for the reliability model: the route an EV names."""
+
+    def __init__(self, net: FatTree):
+        self.path = net.route_of
+
+
+def _fattree_profile(r: FatTreeRun, net: FatTree, t, rng: random.Random) -> list[int]:
+    """A write's EVs as the driver lays them out: MRC's on an SRv6 fabric route by route
+    (entry i on route i, every route of the tree once before any twice), the others' (and
+    any on an ECMP fabric) random; single-path RoCE's one."""
+    n = 1 if t.single_path else r.evs
+    if r.routing == "srv6" and t.name == "mrc":
+        return [net.srv6_ev(i % net.routes(), rng.getrandbits(16)) for i in range(n)]
+    return [rng.getrandbits(32) for _ in range(n)]
+
+
 def _fattree_system(r: FatTreeRun, tname: str, seed: int, pairs, cfg: NicConfig):
     sim = Sim()
     # (the links from Agg 0's cores down to it, as FatTree numbers them)
     slow = {(("core", 0, j), ("agg", 0, 0)) for j in range(r.degraded)}
-    net = FatTree(sim, r.k, _fattree_link(r, cfg, slow), seed, header_bytes=cfg.ctrl_bytes)
+    net = FatTree(sim, r.k, _fattree_link(r, cfg, slow), seed, header_bytes=cfg.ctrl_bytes,
+                  routing=r.routing)
     t = transport(tname)
+    if r.routing == "srv6" and tname == "mrc":
+        t = replace(t, spray=SprayMode.SEQUENCE)      # (the driver's, for its profiles' order)
+    layout, path = (_Routes(net), net.route_of) if r.routing == "srv6" else (None, lambda e: e)
     run = _Run(sim)
     slow_ports = {net.links[ab] for ab in slow}
     for src, dst in pairs:
-        rng = random.Random(f"{seed}-ev-{src}")
-        n = 1 if t.single_path else r.evs
-        evs = [rng.getrandbits(32) for _ in range(n)]
+        evs = _fattree_profile(r, net, t, random.Random(f"{seed}-ev-{src}"))
         if r.avoid_slow:
             evs = [e for e in evs if slow_ports.isdisjoint(net.route(src, dst, e, 0))] or evs
-        run.nics[src] = ScaleNic(sim, net, src, 1, {0: dst}, {0: [(e, 0, e) for e in evs]}, t,
-                                 cfg, seed, on_done=run.done)
+        run.nics[src] = ScaleNic(sim, net, src, 1, {0: dst},
+                                 {0: [(e, 0, path(e)) for e in evs]}, t, cfg, seed,
+                                 layout=layout, on_done=run.done)
     receivers = {d for _, d in pairs} - set(run.nics)
     for d in receivers:
-        run.nics[d] = ScaleNic(sim, net, d, 1, {}, {}, t, cfg, seed)
+        run.nics[d] = ScaleNic(sim, net, d, 1, {}, {}, t, cfg, seed, layout=layout)
     return sim, net, run
 
 
@@ -419,6 +446,9 @@ def main(argv=None) -> int:
     ft.add_argument("--k", type=int, default=16)
     ft.add_argument("--degraded", type=int, default=0)
     ft.add_argument("--ratio", type=float, default=0.1)
+    ft.add_argument("--routing", default="srv6", choices=FatTree.ROUTINGS,
+                    help="srv6: an EV names its route (MRC's profiles route by route, sprayed "
+                         "in SEQUENCE); ecmp: the switches hash it (uet-htsim's fabric)")
     ft.add_argument("--size", type=int, default=2_000_000)
     ft.add_argument("--flows", type=int, default=None)
     ft.add_argument("--recycle", type=int, default=0,
@@ -449,7 +479,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.what == "fattree":
         try:
-            r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, size=a.size, flows=a.flows,
+            r = FatTreeRun(k=a.k, degraded=a.degraded, ratio=a.ratio, routing=a.routing,
+                           size=a.size, flows=a.flows,
                            recycle=a.recycle, trim_rounds=a.trim_rounds,
                            mark_rounds=a.mark_rounds, cwnd_bdp=a.cwnd_bdp,
                            cc_fair=a.cc_fair, cc_md=a.cc_md, target_rtt=a.target_rtt,

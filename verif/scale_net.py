@@ -238,15 +238,22 @@ def _mix(x: int) -> int:
 class FatTree(_Fabric):
     """A three-tier k-ary fat tree (k^3/4 hosts; k/2 hosts a ToR, k/2 ToRs and k/2 Aggs a
     pod, k pods, (k/2)^2 cores, Agg ``a`` of every pod cabled to cores a*k/2 .. a*k/2 + k/2 - 1),
-    1:1 at every tier. Going up, each switch picks its uplink by hashing the flow, the EV and
-    a salt of its own (ECMP); going down the route is fixed. ``link(a, b)`` gives each link
-    direction's port settings (gbps, latency_ns, queue_bytes, ecn_lo, ecn_hi)."""
+    1:1 at every tier. Going down the route is fixed. Going up, with ``routing`` "ecmp" each
+    switch picks its uplink by hashing the flow, the EV and a salt of its own; with "srv6"
+    the EV names the route, as the uSIDs an SRv6 fabric forwards on would (:meth:`srv6_ev`).
+    ``link(a, b)`` gives each link direction's port settings (gbps, latency_ns, queue_bytes,
+    ecn_lo, ecn_hi)."""
 
-    def __init__(self, sim: Sim, k: int, link, seed: int = 0, header_bytes: int = 64):
+    ROUTINGS = ("ecmp", "srv6")
+
+    def __init__(self, sim: Sim, k: int, link, seed: int = 0, header_bytes: int = 64,
+                 routing: str = "ecmp"):
         if k < 2 or k % 2:
             raise ValueError(f"a fat tree's k is even and at least 2, not {k!r}")
+        if routing not in self.ROUTINGS:
+            raise ValueError(f"routing is one of {', '.join(self.ROUTINGS)}, not {routing!r}")
         super().__init__(sim, seed, header_bytes)
-        self.k, self.half = k, k // 2
+        self.k, self.half, self.routing = k, k // 2, routing
         self.hosts = k ** 3 // 4
         half = self.half
         salts = random.Random(f"{seed}-salts")
@@ -277,7 +284,26 @@ class FatTree(_Fabric):
     def tor(self, h: int) -> tuple:
         return ("tor", self.pod(h), h // self.half % self.half)
 
+    def routes(self) -> int:
+        """The routes between two pods: an Agg and one of its cores."""
+        return self.half * self.half
+
+    def srv6_ev(self, route: int, entropy: int = 0) -> int:
+        """With "srv6" routing, an EV for route ``route`` (0 .. :meth:`routes` - 1): the Agg
+        in its low bits, the Agg's core above them; ``entropy`` in the bits from 16 up. Between
+        two ToRs of a pod only the Agg counts; under one ToR, nothing."""
+        if not 0 <= route < self.routes():
+            raise ValueError(f"route is 0 .. {self.routes() - 1}, not {route!r}")
+        return (entropy << 16 | route) & 0xFFFFFFFF
+
+    def route_of(self, ev: int) -> int:
+        """The route (0 .. :meth:`routes` - 1) an EV names with "srv6" routing."""
+        return (ev & 0xFFFF) % self.routes()
+
     def _pick(self, switch, flow: int, ev: int) -> int:
+        if self.routing == "srv6":
+            r = self.route_of(ev)
+            return (r if switch[0] == "tor" else r // self.half) % self.half
         return _mix(flow * 0x9E3779B97F4A7C15 ^ ev * 0xC2B2AE3D27D4EB4F ^ self.salt[switch]) \
             % self.half
 

@@ -2,7 +2,8 @@
 speed a 128-EV profile sprayed over a 1024-host fabric needs.
 
 ROUNDS (MRC): planes in turn among the ready ones; within a plane, every eligible EV once a
-round, in an order drawn afresh each round; an EV on a held path is passed over while its
+round, in an order drawn afresh each round (SEQUENCE: in profile order, round after round,
+from an entry drawn once); an EV on a held path is passed over while its
 plane has another; a SKIP lasts the rest of the QP's rotation (``profile size`` grants) and
 the next, a trim's the rest of its period of ``trim_rounds`` rotations and the next (as the
 gateware keeps them, in pairs of masks turned over at those boundaries); ASSUMED_BAD until a
@@ -65,6 +66,7 @@ class Spray:
         self.members = {p: [i for i in range(self.n) if self.plane_of[i] == p] for p in self.planes}
         self.order = {p: [] for p in self.planes}
         self.pos = dict.fromkeys(self.planes, 0)
+        self.first: dict = {}                 # SEQUENCE: each plane's first entry, drawn once
         self.turn = 0
         self.probe_at = 0                     # the next ASSUMED_BAD entry a probe tries
         # A what-if the gateware does not do (REPS's recycling): entries whose SACK came back
@@ -101,7 +103,11 @@ class Spray:
         # (or, all of them skipped, its GOOD ones), the avoided one last
         for _ in range(2 * len(members) + 1):
             if pos >= len(order):
-                order = self.order[p] = self.rng.sample(members, len(members))
+                if self.mode is SprayMode.SEQUENCE:
+                    k = self.first.setdefault(p, self.rng.randrange(len(members)))
+                    order = self.order[p] = members[k:] + members[:k]
+                else:
+                    order = self.order[p] = self.rng.sample(members, len(members))
                 pos = 0
             i = order[pos]
             pos += 1

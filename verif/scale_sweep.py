@@ -4,7 +4,7 @@
     python -m mrcnic.verif.scale_sweep [--scheduler tcp://HOST:8786] [--workers 2]
         [--what fattree,rtl] [--transports mrc,spray,roce] [--seeds 1]
         [--degraded 0,8] [--ratios 0.1,0.25] [--sizes 2000000] [--k 16] [--flows N]
-        [--out build/scale]
+        [--routing srv6,ecmp] [--out build/scale]
 
 Every (scenario, seed, size, configuration) is one task; the tasks run on a Dask cluster: a
 LocalCluster of ``--workers`` processes by default, or the cluster whose scheduler
@@ -32,6 +32,7 @@ from mrcnic.transports import TRANSPORTS
 from mrcnic.verif import scale_model
 from mrcnic.verif.failover_sweep import parse_seeds
 from mrcnic.verif.scale_model import FatTreeRun
+from mrcnic.verif.scale_net import FatTree
 from mrcnic.verif.scale_nic import NicConfig
 
 __all__ = ["Task", "run_task", "sweep", "TOLERANCES", "agreement", "bench"]
@@ -73,6 +74,8 @@ class Task:
         what-ifs, if any)."""
         r = self.run
         state = "healthy" if not r.degraded else f"{r.degraded} core links at {r.ratio:.0%}"
+        if r.routing != "srv6":
+            state += f", {r.routing.upper()} routes"
         return f"{state}, what-if: {r.whatif()}" if r.whatif() else state
 
     def label(self) -> str:
@@ -236,8 +239,9 @@ def fattree_table(runs: list[dict]) -> dict:
 
 def goals(runs: list[dict]) -> dict:
     """The issue's fat-tree figures: the tail over the ideal per transport, 1024 hosts,
-    2,000,000 B writes, healthy and with the 8 core links at 10% and at 25% (uet-htsim's);
-    the median over the seeds run, and where there are several, the worst (``_worst``)."""
+    2,000,000 B writes, healthy and with the 8 core links at 10% and at 25% (uet-htsim's),
+    on SRv6 routes (and ``_ecmp``: on ECMP's); the median over the seeds run, and where there
+    are several, the worst (``_worst``)."""
     g = {}
     for r in runs:
         if r["task"]["kind"] != "fattree" or r["error"]:
@@ -251,6 +255,8 @@ def goals(runs: list[dict]) -> dict:
             f"_degraded{round(f.ratio * 100)}" if f.degraded == 8 else None)
         if suffix is None:
             continue
+        if f.routing != "srv6":
+            suffix += f"_{f.routing}"
         g.setdefault(f"tail_fct_ratio_{t.transport}_fattree1024{suffix}", []).append(
             r["tail_over_ideal"])
     out = {k: statistics.median(v) for k, v in g.items()}
@@ -333,28 +339,35 @@ def plot(runs: list[dict], agree: dict | None, out: Path) -> list[Path]:
 
 
 def tasks_for(what, transports, seeds, degraded, ratios, sizes, k, flows,
-              whatifs=(), goal_seeds=()) -> list[Task]:
+              whatifs=(), goal_seeds=(), routings=("srv6",)) -> list[Task]:
     """The sweep's tasks: the fat tree in every state asked for, and the RTL's cases; for
     each of ``whatifs`` ({FatTreeRun field: value}), MRC again on each degraded state at the
     first ratio with those what-ifs; and MRC on those states at the ``goal_seeds`` not
-    among ``seeds`` too (the goal's figure is their median, and their worst beside it)."""
+    among ``seeds`` too (the goal's figure is their median, and their worst beside it). All
+    that on the first of ``routings``; on the others, each state at the first ratio, every
+    transport and seed (no what-ifs)."""
     from mrcnic.verif.compare import CASES
     tasks = []
     if "fattree" in what:
+        for routing in routings[1:]:
+            tasks += [Task("fattree", tr, s, run=FatTreeRun(
+                k=k, degraded=d, ratio=ratios[0], size=size, flows=flows, routing=routing))
+                for size in sizes for d in degraded for tr in transports for s in seeds]
         for size in sizes:
             for d in degraded:
                 for ratio in (ratios if d else [ratios[0]]):
                     for tr in transports:
                         for s in seeds:
                             tasks.append(Task("fattree", tr, s, run=FatTreeRun(
-                                k=k, degraded=d, ratio=ratio, size=size, flows=flows)))
+                                k=k, degraded=d, ratio=ratio, size=size, flows=flows,
+                                routing=routings[0])))
                 if d and "mrc" in transports:
                     tasks += [Task("fattree", "mrc", s, run=FatTreeRun(
-                        k=k, degraded=d, ratio=ratios[0], size=size, flows=flows))
-                        for s in goal_seeds if s not in seeds]
+                        k=k, degraded=d, ratio=ratios[0], size=size, flows=flows,
+                        routing=routings[0])) for s in goal_seeds if s not in seeds]
                     tasks += [Task("fattree", "mrc", s, run=FatTreeRun(
-                        k=k, degraded=d, ratio=ratios[0], size=size, flows=flows, **w))
-                        for w in whatifs for s in seeds]
+                        k=k, degraded=d, ratio=ratios[0], size=size, flows=flows,
+                        routing=routings[0], **w)) for w in whatifs for s in seeds]
     if "rtl" in what:
         for case, c in CASES.items():
             for tr in transports:
@@ -375,8 +388,11 @@ HOW = ("verif/scale_sweep.py (block scale; the model: verif/scale_model.py, scal
        "scale_net.py, scale_spray.py): the 1024-host three-tier fat tree (k=16, 100 Gb/s, 1 us "
        "a hop, queues of one BDP, ECN 20-80% of it) with every host writing 2,000,000 B to "
        "another (a random permutation, seed 1), 128 EVs a QP, per transport, NSCC as the "
-       "driver sets it for this fabric (scale_model.FATTREE_CC); "
-       "tail_fct_ratio_<transport>_fattree1024[_degraded|_degraded25]: the slowest write's "
+       "driver sets it for this fabric (scale_model.FATTREE_CC), on SRv6 routes (each EV "
+       "names its Agg and core; MRC's profiles route by route, sprayed in SEQUENCE) and, "
+       "healthy and at 10%, on ECMP (each switch hashes the EV; MRC's profiles random EVs, "
+       "sprayed in ROUNDS: uet-htsim's fabric); "
+       "tail_fct_ratio_<transport>_fattree1024[_degraded|_degraded25][_ecmp]: the slowest write's "
        "completion time over one such write alone on the idle fabric, healthy and with the 8 "
        "core links down to pod 0's Agg 0 at 10% (and 25%, uet-htsim's own) of their rate; "
        "MRC at 10% over seeds 1-3 (GOAL_SEEDS), its figure their median and _worst the worst; "
@@ -418,6 +434,17 @@ def write_doc(results: dict, runs: list[dict], agree: dict, plots: list[Path], d
              "increase and decrease are the driver's for this fabric "
              f"(`scale_model.FATTREE_CC`: {_cc_words(scale_model.FATTREE_CC)}); over several "
              "seeds, each figure is the median.", "",
+             "Two ways for the fabric to take an EV. On SRv6 routes (the rows without a "
+             "routing named) the EV names its route, as the uSIDs MRC's templates put in "
+             "front of a packet do: the Agg it climbs to and that Agg's core. The driver "
+             "lays MRC's profiles out route by route (entry i on route i of the tree's 64, "
+             "each route twice in 128 entries) and sets `tx.spray` to SEQUENCE: each QP takes "
+             "its entries in profile order, round after round, from an entry drawn at "
+             "random, so a ToR's uplinks take each write's packets in turn. On ECMP routes "
+             "(uet-htsim's fabric) each switch hashes the EV to pick its uplink; MRC's "
+             "profiles are random EVs, sprayed in ROUNDS (random order within a round), "
+             "and some uplinks draw more of a write's EVs than others. Blind spraying and "
+             "single-path RoCE draw their EVs at random on either.", "",
              "| fabric | transport | seeds | p50 / ideal | p99 / ideal | tail / ideal | "
              "retransmissions |", "|---|---|---|---|---|---|---|"]
     for key, per in fattree_table(runs).items():
@@ -493,7 +520,7 @@ def bench(results: dict, jobs: int, scheduler: str | None = None,
     from mrcnic.verif import harness
     out = harness.BUILD / "scale"
     tasks = tasks_for(["fattree", "rtl"], list(TRANSPORTS), [1], [0, 8], [0.1, 0.25],
-                      [2_000_000], 16, None, WHATIFS, GOAL_SEEDS)
+                      [2_000_000], 16, None, WHATIFS, GOAL_SEEDS, ("srv6", "ecmp"))
     runs = sweep(tasks, scheduler, jobs, progress=lambda line: print(line, flush=True))
     agree = agreement(runs, harness.BUILD / "compare", jobs, progress=print)
     report(runs, agree)
@@ -531,6 +558,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="2000000")
     ap.add_argument("--k", type=int, default=16)
     ap.add_argument("--flows", type=int, default=None)
+    ap.add_argument("--routing", default="srv6",
+                    help="the fat tree's routings, the first in every state (srv6, ecmp)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     what = _list(a.what)
@@ -553,9 +582,13 @@ def main(argv=None) -> int:
         ap.error(f"--k is even and at least 2, and --degraded 0 .. k/2 ({a.k}, {a.degraded})")
     if a.workers < 1:
         ap.error("--workers is at least 1")
+    routings = tuple(_list(a.routing))
+    if not routings or set(routings) - set(FatTree.ROUTINGS):
+        ap.error(f"--routing: choose from {', '.join(FatTree.ROUTINGS)}, not {a.routing!r}")
     from mrcnic.verif import harness
     out = a.out or harness.BUILD / "scale"
-    tasks = tasks_for(what, transports, seeds, degraded, ratios, sizes, a.k, a.flows)
+    tasks = tasks_for(what, transports, seeds, degraded, ratios, sizes, a.k, a.flows,
+                      routings=routings)
     runs = sweep(tasks, a.scheduler, a.workers)
     agree = agreement(runs, harness.BUILD / "compare", a.workers) if "rtl" in what else None
     report(runs, agree)

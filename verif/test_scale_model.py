@@ -141,6 +141,47 @@ def test_fat_tree_routes_go_up_by_hash_and_down_by_address():
         FatTree(sim, 3, None)
 
 
+def test_on_srv6_routes_the_ev_names_the_agg_and_the_core():
+    sim = Sim()
+    ft = FatTree(sim, 4, lambda a, b: dict(gbps=100, latency_ns=1000, queue_bytes=10**6,
+                                           ecn_lo=10**5, ecn_hi=10**5), routing="srv6")
+    assert ft.routes() == 4
+    for route in range(4):
+        ev = ft.srv6_ev(route, entropy=0xBEEF)
+        assert ev >> 16 == 0xBEEF and ft.route_of(ev) == route
+        up = ft.route(0, 15, ev, 0)
+        agg, core = route % 2, route // 2
+        assert up[1].dst == ("agg", 0, agg) and up[2].dst == ("core", 0, agg * 2 + core)
+        assert ft.route(0, 2, ev, 0)[1].dst == ("agg", 0, agg)      # within the pod: the Agg
+    # the same route whatever the flow: the source chose it, no switch hashes
+    assert {ft.route(s, 15, ft.srv6_ev(3), 0)[2].dst for s in range(4)} == {("core", 0, 3)}
+    with pytest.raises(ValueError, match="route is 0 .. 3"):
+        ft.srv6_ev(4)
+    with pytest.raises(ValueError, match="routing is one of"):
+        FatTree(sim, 4, None, routing="ospf")
+
+
+def test_sequence_takes_each_plane_in_profile_order_from_a_drawn_start():
+    sp = _spray(SprayMode.SEQUENCE, n=8)
+    picks = [sp.pick([0, 1]) for _ in range(24)]
+    assert [i % 2 for i in picks] == [0, 1] * 12                   # planes in turn
+    for plane in (0, 1):
+        mine = [i for i in picks if i % 2 == plane]
+        ring = list(range(plane, 8, 2))
+        k = ring.index(mine[0])
+        assert mine == (ring[k:] + ring[:k]) * 3, f"plane {plane}: {mine}"
+    # the first entry is drawn: QPs that start together are not in step
+    firsts = {Spray(list(range(8)), [0] * 8, list(range(8)), SprayMode.SEQUENCE,
+                    random.Random(seed)).pick([0]) for seed in range(20)}
+    assert len(firsts) > 2, firsts
+    # a SKIP is passed over, the others keep their order behind it
+    sp = _spray(SprayMode.SEQUENCE, n=8)
+    first = sp.pick([0])
+    ring = [(first + 2 * j) % 8 for j in range(4)]
+    sp.update(ring[2], EvState.SKIP)
+    assert [sp.pick([0]) for _ in range(5)] == [ring[1], ring[3], ring[0], ring[1], ring[3]]
+
+
 def _spray(mode=SprayMode.ROUNDS, n=8):
     return Spray(list(range(100, 100 + n)), [i % 2 for i in range(n)], [i // 2 for i in range(n)],
                  mode, random.Random(5))
