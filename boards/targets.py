@@ -79,7 +79,7 @@ class Board:
 
 #: LUT4 sites the NIC at BOARD_NIC packs to, as last measured (python -m mrcnic.boards.synth
 #: --pack nic_board; docs/boards.md): what keeps it off both boards for now
-NIC_BOARD_LUT4_SITES = 40_542
+NIC_BOARD_LUT4_SITES = 40_714
 
 #: LUT4 sites the board around the NIC takes (its MACs, management port, on-chip memory, pattern
 #: writer and checker: the ``bringup`` configuration, placed by ``make bitstream``; 12,954 on the
