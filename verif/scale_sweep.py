@@ -344,24 +344,27 @@ def tasks_for(what, transports, seeds, degraded, ratios, sizes, k, flows,
     each of ``whatifs`` ({FatTreeRun field: value}), MRC again on each degraded state at the
     first ratio with those what-ifs; and MRC on those states at the ``goal_seeds`` not
     among ``seeds`` too (the goal's figure is their median, and their worst beside it). All
-    that on the first of ``routings``; on the others, each state at the first ratio, every
-    transport and seed (no what-ifs)."""
+    that on the first of ``routings``; on the others, every state, transport and seed (no
+    what-ifs). On SRv6 routes MRC alone: the baselines do not route by source, and run on
+    ECMP routes, as the fabrics they are meant for do."""
     from mrcnic.verif.compare import CASES
     tasks = []
     if "fattree" in what:
         for routing in routings[1:]:
             tasks += [Task("fattree", tr, s, run=FatTreeRun(
-                k=k, degraded=d, ratio=ratios[0], size=size, flows=flows, routing=routing))
-                for size in sizes for d in degraded for tr in transports for s in seeds]
+                k=k, degraded=d, ratio=ratio, size=size, flows=flows, routing=routing))
+                for size in sizes for d in degraded for ratio in (ratios if d else ratios[:1])
+                for tr in transports if routing == "ecmp" or tr == "mrc" for s in seeds]
+        first = [tr for tr in transports if routings[0] == "ecmp" or tr == "mrc"]
         for size in sizes:
             for d in degraded:
                 for ratio in (ratios if d else [ratios[0]]):
-                    for tr in transports:
+                    for tr in first:
                         for s in seeds:
                             tasks.append(Task("fattree", tr, s, run=FatTreeRun(
                                 k=k, degraded=d, ratio=ratio, size=size, flows=flows,
                                 routing=routings[0])))
-                if d and "mrc" in transports:
+                if d and "mrc" in first:
                     tasks += [Task("fattree", "mrc", s, run=FatTreeRun(
                         k=k, degraded=d, ratio=ratios[0], size=size, flows=flows,
                         routing=routings[0])) for s in goal_seeds if s not in seeds]
@@ -388,9 +391,9 @@ HOW = ("verif/scale_sweep.py (block scale; the model: verif/scale_model.py, scal
        "scale_net.py, scale_spray.py): the 1024-host three-tier fat tree (k=16, 100 Gb/s, 1 us "
        "a hop, queues of one BDP, ECN 20-80% of it) with every host writing 2,000,000 B to "
        "another (a random permutation, seed 1), 128 EVs a QP, per transport, NSCC as the "
-       "driver sets it for this fabric (scale_model.FATTREE_CC), on SRv6 routes (each EV "
-       "names its Agg and core; MRC's profiles route by route, sprayed in SEQUENCE) and, "
-       "healthy and at 10%, on ECMP (each switch hashes the EV; MRC's profiles random EVs, "
+       "driver sets it for this fabric (scale_model.FATTREE_CC); MRC on SRv6 routes (each EV "
+       "names its Agg and core; its profiles route by route, sprayed in SEQUENCE), and every "
+       "transport on ECMP routes (each switch hashes the EV; MRC's profiles random EVs, "
        "sprayed in ROUNDS: uet-htsim's fabric); "
        "tail_fct_ratio_<transport>_fattree1024[_degraded|_degraded25][_ecmp]: the slowest write's "
        "completion time over one such write alone on the idle fabric, healthy and with the 8 "
@@ -444,7 +447,8 @@ def write_doc(results: dict, runs: list[dict], agree: dict, plots: list[Path], d
              "(uet-htsim's fabric) each switch hashes the EV to pick its uplink; MRC's "
              "profiles are random EVs, sprayed in ROUNDS (random order within a round), "
              "and some uplinks draw more of a write's EVs than others. Blind spraying and "
-             "single-path RoCE draw their EVs at random on either.", "",
+             "single-path RoCE, which do not route by source, run on ECMP routes alone: "
+             "their figures carry `_ecmp`, as MRC's on ECMP routes do.", "",
              "| fabric | transport | seeds | p50 / ideal | p99 / ideal | tail / ideal | "
              "retransmissions |", "|---|---|---|---|---|---|---|"]
     for key, per in fattree_table(runs).items():
@@ -558,8 +562,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="2000000")
     ap.add_argument("--k", type=int, default=16)
     ap.add_argument("--flows", type=int, default=None)
-    ap.add_argument("--routing", default="srv6",
-                    help="the fat tree's routings, the first in every state (srv6, ecmp)")
+    ap.add_argument("--routing", default="srv6,ecmp",
+                    help="the fat tree's routings, the first with the what-ifs (srv6: MRC "
+                         "alone; ecmp: every transport)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     what = _list(a.what)

@@ -280,7 +280,7 @@ def test_what_ifs_run_beside_the_nic_and_stay_out_of_its_figures():
     extra = [t for t in tasks if t.run.whatif()]
     assert [(t.transport, t.seed, t.run.degraded, t.run.ratio) for t in extra] == \
         [("mrc", 1, 8, 0.1), ("mrc", 2, 8, 0.1)]
-    assert len(tasks) == 2 * 2 * 3 + 2
+    assert len(tasks) == 2 * 3 + 2       # (on SRv6 routes, the default, MRC alone)
     assert extra[0].fabric() == "8 core links at 10%, what-if: tx.trim_rounds 2"
     runs = [{"task": t.__dict__ | {"run": t.run.__dict__}, "error": None,
              "tail_over_ideal": 9.0 if t.run.whatif() else 1.5}
@@ -290,21 +290,29 @@ def test_what_ifs_run_beside_the_nic_and_stay_out_of_its_figures():
 
 
 def test_the_goal_is_the_median_over_its_seeds_with_the_worst_beside_it():
+    """On SRv6 routes MRC alone, with its what-ifs and goal seeds; on ECMP routes every
+    transport once a state, each figure named for its routing."""
     tasks = scale_sweep.tasks_for(["fattree"], ["mrc", "spray"], [1], [0, 8], [0.1], [1000],
-                                  16, None, [dict(avoid_slow=True)], goal_seeds=(1, 2, 3))
-    assert sorted((t.transport, t.seed, t.run.degraded, t.run.avoid_slow) for t in tasks) == [
-        ("mrc", 1, 0, False), ("mrc", 1, 8, False), ("mrc", 1, 8, True),
-        ("mrc", 2, 8, False), ("mrc", 3, 8, False), ("spray", 1, 0, False),
-        ("spray", 1, 8, False)]
+                                  16, None, [dict(avoid_slow=True)], goal_seeds=(1, 2, 3),
+                                  routings=("srv6", "ecmp"))
+    assert sorted((t.transport, t.run.routing, t.seed, t.run.degraded, t.run.avoid_slow)
+                  for t in tasks) == [
+        ("mrc", "ecmp", 1, 0, False), ("mrc", "ecmp", 1, 8, False),
+        ("mrc", "srv6", 1, 0, False), ("mrc", "srv6", 1, 8, False), ("mrc", "srv6", 1, 8, True),
+        ("mrc", "srv6", 2, 8, False), ("mrc", "srv6", 3, 8, False),
+        ("spray", "ecmp", 1, 0, False), ("spray", "ecmp", 1, 8, False)]
     tails = {1: 1.5, 2: 1.3, 3: 1.4}
     runs = [{"task": t.__dict__ | {"run": t.run.__dict__ | {"size": 2_000_000}}, "error": None,
-             "tail_over_ideal": 9.0 if t.run.whatif() else tails[t.seed] + (t.transport == "spray")}
+             "tail_over_ideal": 9.0 if t.run.whatif() else
+             tails[t.seed] + (t.transport == "spray") + 0.5 * (t.run.routing == "ecmp")}
             for t in tasks]
     assert scale_sweep.goals(runs) == {
-        "tail_fct_ratio_mrc_fattree1024": 1.5, "tail_fct_ratio_spray_fattree1024": 2.5,
+        "tail_fct_ratio_mrc_fattree1024": 1.5, "tail_fct_ratio_mrc_fattree1024_ecmp": 2.0,
+        "tail_fct_ratio_spray_fattree1024_ecmp": 3.0,
         "tail_fct_ratio_mrc_fattree1024_degraded": 1.4,
         "tail_fct_ratio_mrc_fattree1024_degraded_worst": 1.5,
-        "tail_fct_ratio_spray_fattree1024_degraded": 2.5}
+        "tail_fct_ratio_mrc_fattree1024_degraded_ecmp": 2.0,
+        "tail_fct_ratio_spray_fattree1024_degraded_ecmp": 3.0}
 
 
 def test_the_bound_leaves_out_every_ev_whose_path_crosses_a_slow_link():
