@@ -40,11 +40,11 @@ class SprayScheduler(wiring.Component):
     path at once: a dead link loses whatever is sent its way, on any entry.
 
     With ``mode`` SEQUENCE, the rounds as ROUNDS has them, but taken in profile order: a
-    plane's next EV is its first eligible one after the last it gave, a new round's too (the
-    first after the profile is emptied: a pseudo-random one). A profile the driver lays out
-    path by path is then sprayed path by path, so that a switch's uplinks take each QP's
-    packets in turn rather than in random runs; the random first entry keeps QPs that start
-    together out of step.
+    plane's next EV is its first eligible one after the last it gave, from one round into the
+    next; after the profile is emptied, the plane starts at a pseudo-random entry. A profile
+    the driver lays out path by path is then sprayed path by path, so that a switch's uplinks
+    take each QP's packets in turn rather than in random runs; the random first entry keeps
+    QPs that start together out of step.
 
     With ``mode`` RANDOM (oblivious spraying, to measure MRC against) the plane and the EV are
     drawn afresh for every packet among the eligible ones, with no turns and no rounds: what
@@ -417,10 +417,11 @@ class SprayScheduler(wiring.Component):
         start = Signal(range(per_plane))
         m.d.comb += start.eq((lfsr[:kbits] * slots) >> kbits if per_plane > 1 else 0)
         # SEQUENCE: where each plane's rounds go on from (the entry after the last it gave).
-        # (Each plane's start is chosen here, where the plane is not
-        # yet known, so the pick's stage only selects one by its plane.)
-        # ``begun``: the plane has given an EV since the profile was emptied (the first round's
-        # start is drawn too: the profile's size, which the draw spans, is not known before).
+        # Each plane's start is chosen here, where the plane is not yet known, so that the
+        # pick's stage only selects one by its plane. ``begun``: the plane has given an EV
+        # since the profile was emptied; until then its start is drawn, over the slots the
+        # profile uses (a place set at the emptying could lie past them, and the search would
+        # wrap to slot 0 from there).
         cursor = [[Signal(range(per_plane), name=f"cursor_q{q}_p{p}") for p in range(P)]
                   for q in range(Q)]
         begun = [Signal(P, name=f"begun_q{q}") for q in range(Q)]
