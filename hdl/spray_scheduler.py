@@ -513,9 +513,6 @@ class SprayScheduler(wiring.Component):
                         with m.Case(p):
                             # (per_plane is a power of two: the slot after the last wraps)
                             m.d.sync += [cursor[q][p].eq(slot + 1), begun[q][p].eq(1)]
-                with m.Switch(plane):
-                    for p in range(P):
-                        with m.Case(p):
                             others = used[q] & ~Const(sum(1 << i for i in range(p, E, P)), E)
                             m.d.comb += after["used"][q].eq(Mux(sb_renew[p], others, used[q])
                                                             | picked_one)

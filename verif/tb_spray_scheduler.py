@@ -541,7 +541,7 @@ async def sequence_mode_sprays_each_plane_in_profile_order(dut):
 
     def in_order(gs, q, allowed):
         """Each plane's picks for QP ``q`` go round ``allowed`` (the plane's entries that may
-        come, in profile order) one after the other; returns each plane's last pick."""
+        come, in profile order) one after the other."""
         last = {}
         for g in (g for g in gs if g["qp"] == q):
             pl, i = g["plane"], g["index"]
@@ -552,7 +552,6 @@ async def sequence_mode_sprays_each_plane_in_profile_order(dut):
                 assert i == want, (f"QP {q} plane {pl}: entry {i} after {last[pl]}, want "
                                    f"{want} (the next in profile order)")
             last[pl] = i
-        return last
 
     everything = list(range(tb.size))
     gs = await tb.grants([0, 1], 6 * tb.size)
