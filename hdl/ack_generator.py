@@ -24,8 +24,8 @@ class AckGenerator(wiring.Component):
     - a duplicate is acknowledged at once: its sender evidently missed the last SACK;
     - a probe is answered at once by a SACK with the probe-response bit, echoing its EV (and
       ``m`` = SKIP_ONCE if it came ECN-CE marked);
-    - BEYOND, TRIMMED, RKEY and BOUNDS are NACKed at once (PSN_OOR_WINDOW, TRIMMED, and
-      UNEXP_EVENT for both access violations);
+    - BEYOND, TRIMMED, TRIMMED_LASTHOP, RKEY and BOUNDS are NACKed at once (PSN_OOR_WINDOW,
+      TRIMMED, TRIMMED_LASTHOP, and UNEXP_EVENT for both access violations);
     - between events the QPs are scanned in turn, and one whose oldest unacknowledged arrival is
       ``timeout`` cycles old gets a SACK of its last arrival's view.
 
@@ -165,6 +165,8 @@ class AckGenerator(wiring.Component):
                                 m.d.comb += a.nack_reason.eq(wire.NackReason.PSN_OOR_WINDOW)
                             with m.Case(O.TRIMMED):
                                 m.d.comb += a.nack_reason.eq(wire.NackReason.TRIMMED)
+                            with m.Case(O.TRIMMED_LASTHOP):
+                                m.d.comb += a.nack_reason.eq(wire.NackReason.TRIMMED_LASTHOP)
                             with m.Default():
                                 m.d.comb += a.nack_reason.eq(wire.NackReason.UNEXP_EVENT)
                 m.d.comb += [wr.addr.eq(ev.qp), wr.data.eq(nxt)]

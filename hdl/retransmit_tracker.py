@@ -105,9 +105,9 @@ class RetransmitTracker(wiring.Component):
       rest (a clean failover-bench run retired six); but a link that dies under load has its
       last arrival marked, and nothing comes after to clear the mark. Nor does the hole of a
       packet NACKed as trimmed (the very send the NACK was for) count: a full queue lost it.
-    * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: the window shrinks (below), and
-      that packet is retransmitted at once if the QP's bytes in flight less its own are below
-      the new window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
+    * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: for TRIMMED_LASTHOP the window
+      shrinks (below); that packet is retransmitted at once if the QP's bytes in flight less
+      its own are below the window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
       after it (too few for a SACK hole to show it); otherwise it is left to be a SACK hole.
       For TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
       Other NACK reasons, ACKs and endpoint packets other than a port status are counted
@@ -127,11 +127,14 @@ class RetransmitTracker(wiring.Component):
     window grows by (target - RTT) x ``cc_gain`` / 16 bytes; no ECN, RTT at or above it: by
     ``cc_fair`` bytes; ECN and RTT at or above: it shrinks by its 2^-``cc_md``, at most once a
     round trip (not again until a SACK for a packet sent after the last decrease); ECN and RTT
-    below: no change. A NACK TRIMMED or TRIMMED_LASTHOP for an outstanding packet takes that
-    packet's bytes off it, as NSCC does: halving it on each trim, as a loss does TCP's, starved
-    the QPs whose sprays cross a slow link, which trims them again and again (in the scale
-    model's degraded fat tree the slowest write took 5.7 times its ideal, against 1.7); an
-    incast is held by ``rcv_cwnd_pen`` instead (below). It stays within
+    below: no change. A NACK TRIMMED_LASTHOP for an outstanding packet takes that packet's
+    bytes off it, as NSCC does (halving it on each trim, as a loss does TCP's, starved QPs
+    that were trimmed again and again: in the scale model's degraded fat tree the slowest write
+    took 5.7 times its ideal, against 1.7); an incast is held by ``rcv_cwnd_pen`` too (below).
+    A NACK TRIMMED leaves the window alone: a queue inside the fabric was full, news of one
+    path, which its EV's SKIP answers, as an ECN mark is (ECN is not marked on the last hop),
+    not of the receiver every path shares. (Taking its bytes off too cost the writes behind
+    the scale model's slow core links a window's worth of trims while they found them.) It stays within
     ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``. A SACK whose ``rcv_cwnd_pen`` n is
     2 or more also holds it to ``rcv_wnd`` / n (no less than ``cwnd_min``; ``rcv_wnd`` 0
     ignores it): the receiver's port shared by its n busy QPs, the word of an incast that
@@ -866,12 +869,11 @@ class RetransmitTracker(wiring.Component):
                 with m.Else():
                     m.next = "NACK_CUT"
             with m.State("NACK_CUT"):
-                # The window gives up the trimmed packet's bytes (NSCC's answer to a trim): the
-                # queue that trimmed it was full, but halving on each trim starved a QP whose
-                # paths cross one slow link, which trims it again and again. An incast is held
-                # by rcv_cwnd_pen, and a path that keeps trimming is skipped.
+                # A last hop's trim: the window gives up the packet's bytes (NSCC's answer; not
+                # halved, which starved a QP trimmed again and again). A trim inside the fabric
+                # is one path's news: its EV is skipped, the window kept.
                 read_at(p)
-                m.d.comb += [cc.trim.eq(1),
+                m.d.comb += [cc.trim.eq(f_reason == wire.NackReason.TRIMMED_LASTHOP),
                              cc.trim_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0))]
                 m.next = "NACK_EV"
             with m.State("NACK_EV"):

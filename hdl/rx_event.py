@@ -25,12 +25,14 @@ class RxOutcome(enum.Enum, shape=4):
     BOUNDS = 9      # payload outside the QP's memory region: nothing written, NACK
     OPCODE = 10     # not an MRC opcode
     TRUNCATED = 11  # shorter than its opcode's headers
+    TRIMMED_LASTHOP = 12  # cut by the last hop: NACK TRIMMED_LASTHOP (not the path's doing)
 
 
 #: outcomes that went through the reorder tracker, so their events carry the QP's state
 TRACKED = (RxOutcome.PLACED, RxOutcome.EMPTY, RxOutcome.DUPLICATE, RxOutcome.PROBE)
 #: outcomes the acknowledgement generator hears about
-ANSWERED = TRACKED + (RxOutcome.BEYOND, RxOutcome.TRIMMED, RxOutcome.RKEY, RxOutcome.BOUNDS)
+ANSWERED = TRACKED + (RxOutcome.BEYOND, RxOutcome.TRIMMED, RxOutcome.TRIMMED_LASTHOP,
+                      RxOutcome.RKEY, RxOutcome.BOUNDS)
 
 
 class AckKind(enum.Enum, shape=2):

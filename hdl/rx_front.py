@@ -15,7 +15,7 @@ from .srv6_decap import Srv6Decapsulator, strip_layout
 from .stream import check_width, packet_layout
 
 __all__ = ["FRONT_EVENTS", "FRONT_STATS", "carried_layout", "rx_meta_layout", "drop_reasons", "arrival_tc",
-           "is_trimmed", "RxFront"]
+           "is_trimmed", "trimmed_at_last_hop", "RxFront"]
 
 #: the frame filter's reasons after the parser's own: a frame a guard cut short, and one for
 #: another node
@@ -53,10 +53,16 @@ def arrival_tc(parsed):
 
 
 def is_trimmed(parsed):
-    """A data packet a switch cut to its headers (DSCP TRIMMED): its ICRC no longer holds.
-    Only data packets are trimmed; any other packet marked so is judged by its ICRC."""
+    """A data packet a switch cut to its headers (DSCP TRIMMED or TRIMMED_LASTHOP): its ICRC no
+    longer holds. Only data packets are trimmed; any other packet marked so is judged by its
+    ICRC."""
     data = parsed.bth.opcode.matches(*(int(o) for o in wire.DATA_OPCODES))
-    return ((arrival_tc(parsed) >> 2) == wire.DscpClass.TRIMMED) & data
+    return (arrival_tc(parsed) >> 2).matches(*(int(c) for c in wire.TRIMMED_CLASSES)) & data
+
+
+def trimmed_at_last_hop(parsed):
+    """Of a trimmed packet: the last hop, the queue to this port, cut it."""
+    return (arrival_tc(parsed) >> 2) == wire.DscpClass.TRIMMED_LASTHOP
 
 
 def drop_reasons():

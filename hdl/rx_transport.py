@@ -38,11 +38,12 @@ class RxTransport(wiring.Component):
     Each packet is judged in this order: malformed at the transport layer (OPCODE, TRUNCATED);
     a SACK, NACK, ACK or endpoint packet (FEEDBACK, handed to ``feedback``); no such QP or not
     RTR/RTS, or a data packet to the probe QP (QP); a probe (PROBE: the tracker is only looked
-    at); a trimmed data packet (TRIMMED); an R_Key not the QP's (RKEY); a payload outside the
-    QP's memory region (BOUNDS); an MSN ``messages`` or more ahead (BEYOND); then the reorder
-    tracker's verdict (PLACED or, with no payload, EMPTY; DUPLICATE; BEYOND). Only PLACED frames
-    are written, and an outcome moves on only once every write before it is acknowledged by the
-    memory, so a completion or a SACK never runs ahead of the data it reports.
+    at); a trimmed data packet (TRIMMED, or TRIMMED_LASTHOP if the last hop cut it); an R_Key
+    not the QP's (RKEY); a payload outside the QP's memory region (BOUNDS); an MSN
+    ``messages`` or more ahead (BEYOND); then the reorder tracker's verdict (PLACED or, with no
+    payload, EMPTY; DUPLICATE; BEYOND). Only PLACED frames are written, and an outcome moves on
+    only once every write before it is acknowledged by the memory, so a completion or a SACK
+    never runs ahead of the data it reports.
 
     Attributes
     ----------
@@ -193,7 +194,8 @@ class RxTransport(wiring.Component):
                     m.d.sync += outcome.eq(RxOutcome.PROBE)
                     m.next = "TRACK"
                 with m.Elif(r.trimmed):
-                    m.d.sync += outcome.eq(RxOutcome.TRIMMED)
+                    m.d.sync += outcome.eq(Mux(r.last_hop, RxOutcome.TRIMMED_LASTHOP,
+                                               RxOutcome.TRIMMED))
                 with m.Elif(r.rkey != ctx.rkey):
                     m.d.sync += outcome.eq(RxOutcome.RKEY)
                 with m.Elif((r.va < ctx.mr_va) | (end > region_end)):

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from mrcnic import wire
 
 from .headers import header_view
-from .rx_front import arrival_tc, is_trimmed, rx_meta_layout
+from .rx_front import arrival_tc, is_trimmed, rx_meta_layout, trimmed_at_last_hop
 from .stream import PacketStream, check_width, keep_count
 from .two_entry_fifo import TwoEntryFIFO
 
@@ -70,6 +70,7 @@ def transport_layout(planes):
         "ev": 32,          # the EV the packet came on: UDP source port | flow label's low half
         "ce": 1,           # arrived ECN-CE marked
         "trimmed": 1,      # a data packet a switch cut to its headers
+        "last_hop": 1,     # ... and the switch was the last hop (TRIMMED_LASTHOP)
         "plane": range(planes),
         "msn": 16, "is_last": 1,
         "ts": 16,          # the sender's timestamp (TSETH, or the probe's), to echo
@@ -196,6 +197,7 @@ class TransportParser(wiring.Component):
         with m.If(ok & is_data):
             m.d.comb += [
                 r.trimmed.eq(is_trimmed(parsed)),
+                r.last_hop.eq(is_trimmed(parsed) & trimmed_at_last_hop(parsed)),
                 r.is_last.eq(op.matches(int(O.WRITE_LAST), int(O.WRITE_LAST_IMM),
                                         int(O.WRITE_ONLY), int(O.WRITE_ONLY_IMM))),
                 r.has_imm.eq(has_imm),

@@ -638,7 +638,7 @@ def _mrc_check(pkt, raw: bytes) -> tuple[str, list[str]]:
         problems.append(f"{rest} bytes after the {op.name} headers")
     routed = pkt.getlayer(IPv6)   # the header switches route on: the outer one, if any
     if (op in wire.DATA_OPCODES and not rest
-            and routed.tc >> 2 == wire.DscpClass.TRIMMED):
+            and routed.tc >> 2 in wire.TRIMMED_CLASSES):
         return "trimmed", problems
     return ("ok" if icrc.frame_icrc_ok(raw) else "BAD"), problems
 

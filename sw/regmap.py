@@ -125,7 +125,8 @@ RX_OUTCOMES = {
     "empty": "new data packets with no payload",
     "duplicate": "data packets that had arrived before (acknowledged, not written)",
     "beyond": "data packets past the PSN window or the message window (NACKed)",
-    "trimmed": "data packets a switch trimmed (NACKed for a retransmit)",
+    "trimmed": "data packets a switch inside the fabric trimmed (NACKed TRIMMED for a "
+               "retransmit)",
     "probe": "reliability probes answered",
     "feedback": "SACK, NACK, ACK and endpoint packets received",
     "qp": "packets for a QP that does not exist or is not RTR/RTS",
@@ -133,6 +134,8 @@ RX_OUTCOMES = {
     "bounds": "data packets outside the QP's memory region (NACKed, not written)",
     "opcode": "packets with an opcode MRC does not define",
     "truncated": "packets shorter than their opcode's headers",
+    "trimmed_lasthop": "data packets the last hop trimmed (NACKed TRIMMED_LASTHOP for a "
+                       "retransmit)",
 }
 RX_EVENTS = {
     "ooo": "new data packets that arrived out of order",

@@ -100,6 +100,13 @@ class DscpClass(enum.IntEnum):
     DATA_TRIMMABLE_RTX = 14
     CONTROL = 46
     TRIMMED = 48   # a data packet a switch cut to its headers, forwarded at control priority
+    TRIMMED_LASTHOP = 50   # the same, cut by the last hop (the queue to the receiver itself)
+
+
+#: The classes a trimmed data packet arrives in: its NACK's reason says which (TRIMMED: a queue
+#: inside the fabric, news of that path; TRIMMED_LASTHOP: the receiver's own port, which every
+#: path shares).
+TRIMMED_CLASSES = (DscpClass.TRIMMED, DscpClass.TRIMMED_LASTHOP)
 
 
 #: How a trimmed packet looks on the wire (this project's choice: the public facts say only that a
@@ -108,7 +115,9 @@ TRIMMED_PACKET = (
     "A switch that trims a data packet keeps its headers through RETH (and ImmDt), drops the "
     "payload, keeps the 4 bytes where the ICRC was (no longer a valid ICRC: the receiver does "
     "not check it), rewrites every IPv6 payload length and the UDP length to match, and sets "
-    "DSCP TRIMMED on the header it routes on (the outer one of an SRv6 packet). Switches mark "
+    "DSCP TRIMMED on the header it routes on (the outer one of an SRv6 packet), or "
+    "TRIMMED_LASTHOP when the queue that was full is the last hop's, the port to the receiver "
+    "(as ECN is not marked there, the last hop knows itself). Switches mark "
     "ECN and trim only the header they route on, so the receiver reads both from the outer "
     "header when there is one.")
 

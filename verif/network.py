@@ -80,10 +80,11 @@ def _set_tc(frame: bytearray, at: int, tc: int) -> None:
     frame[at:at + 4] = word.to_bytes(4, "big")
 
 
-def trim(frame: bytes) -> bytes:
+def trim(frame: bytes, last_hop: bool = False) -> bytes:
     """What a trimming switch forwards (wire.TRIMMED_PACKET): the headers through RETH and
     ImmDt, then the 4 bytes where the ICRC was; every IPv6 payload length and the UDP length
-    rewritten; DSCP TRIMMED on the header the switches route on."""
+    rewritten; DSCP TRIMMED (TRIMMED_LASTHOP if ``last_hop``) on the header the switches
+    route on."""
     outer, inner = ip_offsets(frame)
     udp = inner + wire.IPV6.length
     bth_at = udp + wire.UDP.length
@@ -98,7 +99,8 @@ def trim(frame: bytes) -> bytes:
     ulen = int.from_bytes(out[udp + 4:udp + 6], "big") - cut
     out[udp + 4:udp + 6] = ulen.to_bytes(2, "big")
     ecn = _tc(frame, outer) & ECN_MASK
-    _set_tc(out, outer, (wire.DscpClass.TRIMMED << 2) | ecn)
+    dscp = wire.DscpClass.TRIMMED_LASTHOP if last_hop else wire.DscpClass.TRIMMED
+    _set_tc(out, outer, (dscp << 2) | ecn)
     return bytes(out)
 
 
@@ -137,12 +139,12 @@ class Link:
         outer, _ = ip_offsets(frame)
         tc = _tc(frame, outer)
         dscp = tc >> 2
-        control = dscp in (wire.DscpClass.CONTROL, wire.DscpClass.TRIMMED)
+        control = dscp == wire.DscpClass.CONTROL or dscp in wire.TRIMMED_CLASSES
         if self.queued + len(frame) > cfg.queue_bytes:
             if dscp not in TRIMMABLE:
                 self.count["dropped_full"] += 1
                 return
-            frame = trim(frame)
+            frame = trim(frame, self.last_hop)
             self.count["trimmed"] += 1
             control = True
         elif (not self.last_hop and self.queued > cfg.ecn_bytes and tc & ECN_MASK

@@ -121,7 +121,7 @@ class Congestion:
 
     def trimmed(self, cwnd: int, length: int) -> int:
         """The window after a NACK for a trimmed packet of ``length`` payload bytes: it gives
-        them up (NSCC's answer to a trim)."""
+        them up (NSCC's answer to a trim at the last hop)."""
         return max(cwnd - length, self.cwnd_min)
 
 
@@ -421,7 +421,8 @@ class Sender:
             self.counters[wrong] += 1
             return o
         r = self._record(s, psn)
-        s.cwnd = self.cc.trimmed(s.cwnd, r.length)
+        if reason == wire.NackReason.TRIMMED_LASTHOP:     # the receiver's port: NSCC's cut
+            s.cwnd = self.cc.trimmed(s.cwnd, r.length)
         r.trimmed = True
         blame = reason == wire.NackReason.TRIMMED and r.ev == entropy
         # (too few packets after it for a SACK hole to show it: it would wait for a timeout)

@@ -147,12 +147,13 @@ class Receiver:
                                         wire.Opcode.WRITE_ONLY, wire.Opcode.WRITE_ONLY_IMM))
         rec["has_imm"] = int("IMMDT" in fields)
         rec["imm"] = fields["IMMDT"]["imm"] if "IMMDT" in fields else 0
-        trimmed = (tc >> 2) == wire.DscpClass.TRIMMED
+        trimmed = (tc >> 2) in wire.TRIMMED_CLASSES
         payload = b"" if trimmed else frame[HEAD + ext:-4]
         rec["length"] = len(payload)
         va, rkey = fields["RETH"]["va"], fields["RETH"]["rkey"]
         if trimmed:
-            return self._event(O.TRIMMED, rec, None)
+            last = (tc >> 2) == wire.DscpClass.TRIMMED_LASTHOP
+            return self._event(O.TRIMMED_LASTHOP if last else O.TRIMMED, rec, None)
         if rkey != c.rkey:
             return self._event(O.RKEY, rec, None)
         if va < c.mr_va or va + len(payload) > c.mr_va + c.mr_length:
@@ -214,7 +215,9 @@ class Receiver:
             self._sack(q, view, st, m=mark, pr=1)
         else:
             reason = {O.BEYOND: wire.NackReason.PSN_OOR_WINDOW,
-                      O.TRIMMED: wire.NackReason.TRIMMED}.get(outcome, wire.NackReason.UNEXP_EVENT)
+                      O.TRIMMED: wire.NackReason.TRIMMED,
+                      O.TRIMMED_LASTHOP: wire.NackReason.TRIMMED_LASTHOP,
+                      }.get(outcome, wire.NackReason.UNEXP_EVENT)
             self.acks.append(_ack(kind=1, qp=q, psn=e["psn"], ev=e["ev"], ts=e["ts"],
                                   nack_reason=int(reason)))
         return outcome

@@ -63,13 +63,14 @@ class Sim:
 class Packet:
     """One packet: its route (the ports it crosses, in order) and what the NICs read."""
     __slots__ = ("kind", "src", "dst", "qp", "psn", "ev", "size", "ce", "trimmed",
-                 "ts", "route", "hop", "plane", "ack", "rtx", "last")
+                 "trimmed_last", "ts", "route", "hop", "plane", "ack", "rtx", "last")
 
     def __init__(self, kind, src, dst, qp, psn, ev, size, ts=0, ack=None, rtx=False):
         self.kind, self.src, self.dst, self.qp, self.psn, self.ev = kind, src, dst, qp, psn, ev
         self.size, self.ts, self.ack, self.rtx = size, ts, ack, rtx
         self.ce = False
         self.trimmed = False
+        self.trimmed_last = False  # trimmed by the last hop's queue, the receiver's own
         self.route = None
         self.hop = 0
         self.plane = 0
@@ -109,6 +110,7 @@ class Port:
             if queued + pkt.size > self.queue_bytes:
                 self.count["trimmed"] += 1
                 pkt.trimmed = True
+                pkt.trimmed_last = self.last_hop
                 pkt.size = self.header_bytes
             else:
                 if not self.last_hop and queued > self.ecn_lo and not pkt.ce:

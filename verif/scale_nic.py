@@ -392,7 +392,8 @@ class ScaleNic:
             self._sack(pkt, r, pkt.psn, pr=1)
             return
         if pkt.trimmed:
-            self._reply(pkt, NACK, pkt.psn, int(wire.NackReason.TRIMMED))
+            self._reply(pkt, NACK, pkt.psn, int(wire.NackReason.TRIMMED_LASTHOP
+                                                if pkt.trimmed_last else wire.NackReason.TRIMMED))
             return
         diff = (pkt.psn - r.base) % PSN_MOD
         if diff >= PSN_MOD // 2 or (diff < self.cfg.window and r.mask >> diff & 1):

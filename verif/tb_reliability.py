@@ -654,6 +654,17 @@ async def the_window_follows_nscc(dut):
     assert before > cc.cwnd_min, f"the script left no window to cut before the trim: {before}"
     assert got["cwnd"] == rig.model.q[q].cwnd == max(before - MTU, cc.cwnd_min), \
         f"a trim: window {before} -> {got['cwnd']}, NSCC says {rig.model.q[q].cwnd}"
+    # A trim inside the fabric is news of one path, which its EV's SKIP answers: the window
+    # stays as it is (and, still full, the packet waits to be a hole).
+    assert early - 1 >= acked, "the script should leave two early packets out"
+    before = rig.model.q[q].cwnd
+    out = await rig.nack(q, psns[early - 1], wire.NackReason.TRIMMED)
+    assert out.retransmits == [], f"a trim with the window full went again: {out.retransmits}"
+    assert [u[2] for u in out.ev_updates] == [EvState.SKIP], out.ev_updates
+    await rig.expect(out, "a trim inside the fabric with the window full")
+    got = await rig.cfg.regs.run(driver.congestion(q))
+    assert got["cwnd"] == rig.model.q[q].cwnd == before, \
+        f"a trim inside the fabric: window {before} -> {got['cwnd']}, NSCC keeps it"
     # The last packet out has too few after it for a hole to show it: trimmed, it goes again
     # at once, window full or not, rather than wait for a timeout.
     out = await rig.nack(q, psns[sent - 1], wire.NackReason.TRIMMED_LASTHOP)

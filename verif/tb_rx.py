@@ -206,7 +206,7 @@ def arrivals(rng, ctxs, p):
             tc = (wire.DscpClass.DATA_TRIMMABLE << 2) | 0b10
             r = rng.random()
             if r < 0.05:
-                out.append(trim(f))                     # trimmed first, then sent again whole
+                out.append(trim(f, last_hop=rng.random() < 0.5))   # trimmed, then sent whole
             elif r < 0.08:
                 pr = control(rng, q, wire.Opcode.PROBE)
                 out.append(set_tc(pr, tc_of(pr) | 0b11) if rng.random() < 0.3 else pr)
@@ -370,6 +370,9 @@ MALFORMED = {
     # Only data packets are trimmed: a control packet marked so is still judged by its ICRC.
     "trimmed_sack_bad_icrc": (lambda rng, f, c: (lambda x: x[:-1] + bytes([x[-1] ^ 1]))(
         set_tc(control(rng, 0, wire.Opcode.SACK), wire.DscpClass.TRIMMED << 2)), "drop_icrc"),
+    "trimmed_lasthop_sack_bad_icrc": (lambda rng, f, c: (lambda x: x[:-1] + bytes([x[-1] ^ 1]))(
+        set_tc(control(rng, 0, wire.Opcode.SACK), wire.DscpClass.TRIMMED_LASTHOP << 2)),
+        "drop_icrc"),
     "oversize": (lambda rng, f, c: reseal(f[:-4] + bytes(4400) + f[-4:]), "drop_cut"),
     "last_never_comes": (None, "drop_cut"),
     "opcode": (lambda rng, f, c: reseal(_put(f, 62, b"\xCC")), "outcome_opcode"),

@@ -92,7 +92,7 @@ class Host:
     sent: list = field(default_factory=list)     # (ns, plane, EV, opcode, dqp, rtx, TSETH time)
     sent_bytes: list = field(default_factory=list)   # the length of each frame in ``sent``
     arrived: list = field(default_factory=list)  # whole data frames in: (ns, dqp, rtx, bytes)
-    delivered: list = field(default_factory=list)  # every frame handed to it: (opcode, trimmed)
+    delivered: list = field(default_factory=list)  # every frame: (opcode, its trim's DSCP or 0)
     rx: list = field(default_factory=list)       # its ports' sources, a plane each
 
 
@@ -168,7 +168,8 @@ class System:
     def _arrive(self, host, rx, frame):
         bth = frame_bth(frame)
         op, dqp, inner = bth["opcode"], bth["dqp"], bth["inner"]
-        trimmed = tc_of(frame) >> 2 == wire.DscpClass.TRIMMED
+        dscp = tc_of(frame) >> 2
+        trimmed = dscp if dscp in wire.TRIMMED_CLASSES else 0    # which trim, if one
         host.delivered.append((op, trimmed))
         if op in DATA_OPCODES and not trimmed:
             host.arrived.append((get_sim_time("ns"), dqp, bth["rtx"], len(frame)))
@@ -555,7 +556,10 @@ def _rx_counters_agree(seed, h, rx, rest, m0, m1, r0, r1):
     seen("rx.outcome_*", sum(rx[f"outcome_{o}"] for o in RX_OUTCOMES), lambda op, t: True)
     seen("rx.outcome_feedback", rx["outcome_feedback"], lambda op, t: op in FEEDBACK_OPCODES)
     seen("rx.outcome_probe", rx["outcome_probe"], lambda op, t: op == wire.Opcode.PROBE)
-    seen("rx.outcome_trimmed", rx["outcome_trimmed"], lambda op, t: op in DATA_OPCODES and t)
+    seen("rx.outcome_trimmed", rx["outcome_trimmed"],
+         lambda op, t: op in DATA_OPCODES and t == wire.DscpClass.TRIMMED)
+    seen("rx.outcome_trimmed_lasthop", rx["outcome_trimmed_lasthop"],
+         lambda op, t: op in DATA_OPCODES and t == wire.DscpClass.TRIMMED_LASTHOP)
     seen("rx.outcome_placed + empty + duplicate + beyond",
          sum(rx[f"outcome_{o}"] for o in ("placed", "empty", "duplicate", "beyond")),
          lambda op, t: op in DATA_OPCODES and not t)

@@ -151,6 +151,11 @@ def test_a_trimmed_packet_keeps_its_headers_at_control_priority():
         cut = Ether(trim(frame))
         outer, inner = cut[IPv6], cut.getlayer(IPv6, nb=2)
         assert outer.tc >> 2 == wire.DscpClass.TRIMMED
+        # the last hop says the queue was the receiver's own: all else the same
+        last = Ether(trim(frame, last_hop=True))
+        assert last[IPv6].tc >> 2 == wire.DscpClass.TRIMMED_LASTHOP
+        last[IPv6].tc = outer.tc
+        assert raw(last) == raw(cut)
         assert outer.tc & 3 == Ether(frame)[IPv6].tc & 3          # ECN bits kept
         bth = cut[L.BTH]
         ext = sum(h.length for h in wire.headers_after_bth(bth.opcode, bool(bth.tsh)))
