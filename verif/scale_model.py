@@ -61,6 +61,13 @@ _MD_TOP = _top("rel.cc_md")
 #: slowest writes slower (how the links' use differs is not measured per link). Chosen on
 #: seed 1 (tail 1.518 -> 1.383) and then checked on seeds 2 and 3.
 FATTREE_CC = dict(cc_fair=1024, cc_md=4)
+#: The window's top (rel.cwnd_max) the driver sets for the fat tree, in bandwidth-delay products.
+#: NSCC's fair increase is a fixed step a SACK, so a faster QP grows faster, and the marks that
+#: would even the QPs out are rare: with a top of 4 the writes into pod 0 (each owed 7/8 of a
+#: link) grew to 1.1-1.4 and one that fell behind while it found the slow routes stayed behind
+#: (seed 2: 250 KB against 290-310 KB for its ToR's others, 1.23 times the ideal against at
+#: most 1.16). At 1.25 they meet at the top, and a write alone still has its BDP.
+FATTREE_CWND_MAX_BDP = 1.25
 
 __all__ = ["FatTreeRun", "run_fattree", "run_rtl_case", "fct_figures"]
 
@@ -223,6 +230,8 @@ class FatTreeRun:
     flows: int | None = None
     #: the first window, in bandwidth-delay products (the driver's choice; not 1: a what-if)
     cwnd_bdp: float = 1.0
+    #: the window's top, in bandwidth-delay products (FATTREE_CWND_MAX_BDP; others: a what-if)
+    cwnd_max_bdp: float = FATTREE_CWND_MAX_BDP
     #: the rotations a trimmed EV is skipped (tx.trim_rounds; not the NIC's default: a what-if)
     trim_rounds: int = NicConfig.trim_rounds
     #: what-ifs the gateware does not do (scale_nic.NicConfig): REPS's recycling of EVs whose
@@ -259,8 +268,11 @@ class FatTreeRun:
                    f"{self.trim_rounds!r}"),
                   (isinstance(self.mark_rounds, int) and self.mark_rounds >= 1,
                    f"mark_rounds is 1 or more, not {self.mark_rounds!r}"),
-                  (0 < self.cwnd_bdp <= 4, f"cwnd_bdp is above 0 and at most 4 (the "
-                                           f"window's top), not {self.cwnd_bdp}"),
+                  (1 <= self.cwnd_max_bdp <= 4, f"cwnd_max_bdp is 1 .. 4, not "
+                                                f"{self.cwnd_max_bdp}"),
+                  (0 < self.cwnd_bdp <= self.cwnd_max_bdp,
+                   f"cwnd_bdp is above 0 and at most cwnd_max_bdp {self.cwnd_max_bdp} (the "
+                   f"window's top), not {self.cwnd_bdp}"),
                   (isinstance(self.cc_fair, int) and 0 <= self.cc_fair <= _FAIR_TOP,
                    f"cc_fair is 0 .. {_FAIR_TOP} bytes (rel.cc_fair), not {self.cc_fair!r}"),
                   (1 <= self.target_rtt <= 8, f"target_rtt is 1 .. 8 base RTTs, not "
@@ -279,7 +291,8 @@ class FatTreeRun:
     def as_is(self) -> FatTreeRun:
         """This run with none of its what-ifs: the NIC, and its first window, as they are."""
         return replace(self, recycle=0, trim_rounds=NicConfig.trim_rounds, mark_rounds=1,
-                       cwnd_bdp=1.0, target_rtt=Scenario.target_rtts, avoid_slow=False, **FATTREE_CC)
+                       cwnd_bdp=1.0, cwnd_max_bdp=FATTREE_CWND_MAX_BDP,
+                       target_rtt=Scenario.target_rtts, avoid_slow=False, **FATTREE_CC)
 
     def whatif(self) -> str:
         """The what-ifs this run makes, in words ("": the NIC as it is)."""
@@ -289,6 +302,7 @@ class FatTreeRun:
             (f"tx.trim_rounds {self.trim_rounds}", "trim_rounds"),
             (f"a SACK's skip lasts {self.mark_rounds} rotations", "mark_rounds"),
             (f"a first window of {self.cwnd_bdp:g} BDP", "cwnd_bdp"),
+            (f"the window's top {self.cwnd_max_bdp:g} BDP", "cwnd_max_bdp"),
             (f"rel.cc_fair {self.cc_fair}", "cc_fair"),
             (f"rel.cc_md {self.cc_md}", "cc_md"),
             (f"NSCC's target {self.target_rtt:g} base RTTs", "target_rtt"),
@@ -305,16 +319,17 @@ def _fattree_config(r: FatTreeRun) -> NicConfig:
     """The NICs' registers for the fat tree, by the rules the RTL scenarios follow
     (scenarios.Scenario): NSCC's target 1.5 base RTTs, a first window of one bandwidth-delay
     product, the receiver's share 1.5 of it; its fair increase and decrease this fabric's
-    (:data:`FATTREE_CC`); and, scaled to this fabric, the timers and the
-    reordering a SACK hole must outlast: a packet sprayed onto another path may be overtaken
-    by a whole queue (``rel.reorder``, in packets) or a base RTT (``rel.reo_wnd``)."""
+    (:data:`FATTREE_CC`), its top 1.25 of it (:data:`FATTREE_CWND_MAX_BDP`); and, scaled to
+    this fabric, the timers and the reordering a SACK hole must outlast: a packet sprayed onto
+    another path may be overtaken by a whole queue (``rel.reorder``, in packets) or a base RTT
+    (``rel.reo_wnd``)."""
     cfg = NicConfig(mtu=r.mtu)
     rtt_ns = r.net_rtt_ns(cfg) + 2 * cfg.nic_delay_ns
     rtt = round(rtt_ns / cfg.clock_ns)
     bdp = round(r.gbps * rtt_ns / 8)
     cc = dict(target_rtt=round(r.target_rtt * rtt), cwnd_init=round(r.cwnd_bdp * bdp),
               rcv_wnd=round(1.5 * bdp),
-              cwnd_max=4 * bdp, fair=r.cc_fair, md_shift=r.cc_md)
+              cwnd_max=round(r.cwnd_max_bdp * bdp), fair=r.cc_fair, md_shift=r.cc_md)
     cfg.cc = Congestion(**cc)
     cfg.recycle, cfg.trim_rounds, cfg.mark_rounds = r.recycle, r.trim_rounds, r.mark_rounds
     cfg.share_period = round(1.5 * rtt)
@@ -461,6 +476,9 @@ def main(argv=None) -> int:
                          "rotations (the NIC: 1)")
     ft.add_argument("--cwnd-bdp", type=float, default=1.0,
                     help="the first window, in bandwidth-delay products")
+    ft.add_argument("--cwnd-max-bdp", type=float, default=FATTREE_CWND_MAX_BDP,
+                    help="the window's top, in bandwidth-delay products (rel.cwnd_max; "
+                         f"default {FATTREE_CWND_MAX_BDP:g})")
     ft.add_argument("--cc-fair", type=int, default=FATTREE_CC["cc_fair"],
                     help="NSCC's fair increase, bytes a SACK (rel.cc_fair)")
     ft.add_argument("--cc-md", type=int, default=FATTREE_CC["cc_md"],
@@ -483,6 +501,7 @@ def main(argv=None) -> int:
                            size=a.size, flows=a.flows,
                            recycle=a.recycle, trim_rounds=a.trim_rounds,
                            mark_rounds=a.mark_rounds, cwnd_bdp=a.cwnd_bdp,
+                           cwnd_max_bdp=a.cwnd_max_bdp,
                            cc_fair=a.cc_fair, cc_md=a.cc_md, target_rtt=a.target_rtt,
                            avoid_slow=a.avoid_slow)
         except ValueError as e:

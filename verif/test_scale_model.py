@@ -265,6 +265,12 @@ def test_what_ifs_recycle_clean_evs_and_skip_trimmed_ones_longer():
     assert scale_model._fattree_config(scale_model.FatTreeRun(cc_fair=300, cc_md=5)).cc.fair \
         == 300
     assert scale_model.FatTreeRun(target_rtt=3).whatif() == "NSCC's target 3 base RTTs"
+    # the window's top, in bandwidth-delay products of the first window's
+    top, wide = (scale_model._fattree_config(scale_model.FatTreeRun(cwnd_max_bdp=m)).cc
+                 for m in (scale_model.FATTREE_CWND_MAX_BDP, 4.0))
+    assert top.cwnd_max == pytest.approx(scale_model.FATTREE_CWND_MAX_BDP * top.cwnd_init, abs=1)
+    assert wide.cwnd_max == pytest.approx(4 * wide.cwnd_init, abs=1)
+    assert scale_model.FatTreeRun(cwnd_max_bdp=4.0).whatif() == "the window's top 4 BDP"
     base, later = (scale_model._fattree_config(scale_model.FatTreeRun(target_rtt=t)).cc.target_rtt
                    for t in (1.5, 3))
     assert later == pytest.approx(2 * base, abs=1)
@@ -450,6 +456,9 @@ def test_bad_sweep_arguments_are_refused(argv, message, capsys):
     (["fattree", "--trim-rounds", "16"], "trim_rounds is 1 .. 15"),
     (["fattree", "--mark-rounds", "0"], "mark_rounds is 1 or more"),
     (["fattree", "--cwnd-bdp", "0"], "cwnd_bdp is above 0"),
+    (["fattree", "--cwnd-bdp", "1.5"], "at most cwnd_max_bdp 1.25"),
+    (["fattree", "--cwnd-max-bdp", "0.5"], "cwnd_max_bdp is 1 .. 4"),
+    (["fattree", "--cwnd-max-bdp", "5"], "cwnd_max_bdp is 1 .. 4"),
     (["fattree", "--cc-md", "0"], "cc_md is 1 .. 15"),
     (["fattree", "--cc-fair", "65536"], "cc_fair is 0 .. 65535"),
 ])
