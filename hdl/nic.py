@@ -320,7 +320,7 @@ class Nic(wiring.Component):
         wiring.connect(m, rel.peer, tx.peer)
         # rel.ev_health 0: losses move no EV (the baselines MRC is measured against).
         health = bank.rel_ev_health
-        m.d.comb += tx.hold.eq(Mux(health, rel.hold, 0))
+        m.d.comb += [tx.hold.eq(Mux(health, rel.hold, 0)), rel.ev_health.eq(health)]
         m.d.comb += [rel.now.eq(tx.timestamp), tx.gate_open.eq(rel.gate_open),
                      tx.gate_ready.eq(rel.gate_ready),
                      rel.mode.as_value().eq(bank.rel_mode)]

@@ -105,10 +105,11 @@ class RetransmitTracker(wiring.Component):
       rest (a clean failover-bench run retired six); but a link that dies under load has its
       last arrival marked, and nothing comes after to clear the mark. Nor does the hole of a
       packet NACKed as trimmed (the very send the NACK was for) count: a full queue lost it.
-    * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: for TRIMMED_LASTHOP the window
-      shrinks (below); that packet is retransmitted at once if the QP's bytes in flight less
-      its own are below the window (in GO_BACK_N, always), or if fewer than ``reorder`` packets were sent
-      after it (too few for a SACK hole to show it); otherwise it is left to be a SACK hole.
+    * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: for TRIMMED_LASTHOP (and for
+      TRIMMED without ``ev_health``) the window shrinks (below); that packet is retransmitted
+      at once if the QP's bytes in flight less its own are below the window (in GO_BACK_N,
+      always), or if fewer than ``reorder`` packets were sent after it (too few for a SACK hole
+      to show it); otherwise it is left to be a SACK hole.
       For TRIMMED its EV is set SKIP (a last-hop trim says nothing against the path).
       Other NACK reasons, ACKs and endpoint packets other than a port status are counted
       under ``other``.
@@ -131,15 +132,17 @@ class RetransmitTracker(wiring.Component):
     bytes off it, as NSCC does (halving it on each trim, as a loss does TCP's, starved QPs
     that were trimmed again and again: in the scale model's degraded fat tree the slowest write
     took 5.7 times its ideal, against 1.7); an incast is held by ``rcv_cwnd_pen`` too (below).
-    A NACK TRIMMED leaves the window alone: a queue inside the fabric was full, news of one
-    path, which its EV's SKIP answers, as an ECN mark is (ECN is not marked on the last hop),
-    not of the receiver every path shares. (Taking its bytes off too cost the writes behind
-    the scale model's slow core links a window's worth of trims while they found them.) It stays within
-    ``cwnd_min`` .. ``cwnd_max`` and starts at ``cwnd_init``. A SACK whose ``rcv_cwnd_pen`` n is
-    2 or more also holds it to ``rcv_wnd`` / n (no less than ``cwnd_min``; ``rcv_wnd`` 0
-    ignores it): the receiver's port shared by its n busy QPs, the word of an incast that
-    arrives with the first SACK, long before the QP's own feedback could close a window opened
-    too wide. A QP alone at its receiver (n = 1) is left to NSCC.
+    A NACK TRIMMED leaves the window alone when ``ev_health`` is on: a queue inside the fabric
+    was full, news of one path, which its EV's SKIP answers, as an ECN mark is (ECN is not
+    marked on the last hop), not of the receiver every path shares; without EV health nothing
+    skips the path, and it cuts the window as TRIMMED_LASTHOP does. (Taking its bytes off too
+    cost the writes behind the scale model's slow core links a window's worth of trims while
+    they found them.) It stays within ``cwnd_min`` .. ``cwnd_max`` and starts at
+    ``cwnd_init``. A SACK whose ``rcv_cwnd_pen`` n is 2 or more also holds it to ``rcv_wnd`` /
+    n (no less than ``cwnd_min``; ``rcv_wnd`` 0 ignores it): the receiver's port shared by its
+    n busy QPs, the word of an incast that arrives with the first SACK, long before the QP's
+    own feedback could close a window opened too wide. A QP alone at its receiver (n = 1) is
+    left to NSCC.
 
     A QP sends a new packet only while its bytes in flight are below its window (not in OFF
     mode): payload bytes sent and neither cumulatively acknowledged nor SACKed (as TCP's
@@ -206,6 +209,7 @@ class RetransmitTracker(wiring.Component):
         PSNs recorded as sent, which lag the gate by the grant's few cycles): the segmenter
         offers only these, so a QP whose window is shut holds up no other.
     now : In(16), the TX timestamp counter.
+    ev_health : In(1), rel.ev_health: a NACK TRIMMED cuts the window only without it.
     mode : In(RelMode); reorder, reo_wnd, rto_min, rto_max, target_rtt, cc_fair : In(16); cwnd_init,
         cwnd_min, cwnd_max, rcv_wnd : In(24); cc_gain : In(8); cc_md : In(4): the ``rel.*``
         registers, but for the congestion inputs (target_rtt, cc_fair, cc_gain, cc_md, cwnd_*):
@@ -246,7 +250,7 @@ class RetransmitTracker(wiring.Component):
             "gate_qp": In(range(qps)), "gate_psn": In(PSN_BITS), "gate_length": In(13),
             "gate_open": Out(1), "gate_take": In(1), "gate_ready": Out(qps),
             "now": In(TIME_BITS), "cc_qp": Out(range(qps)),
-            "mode": In(RelMode), "reorder": In(16), "reo_wnd": In(16),
+            "mode": In(RelMode), "ev_health": In(1), "reorder": In(16), "reo_wnd": In(16),
             "rto_min": In(16), "rto_max": In(16),
             "target_rtt": In(16), "cc_fair": In(16), "cc_gain": In(8), "cc_md": In(4),
             "cwnd_init": In(CWND_BITS), "cwnd_min": In(CWND_BITS), "cwnd_max": In(CWND_BITS),
@@ -871,9 +875,11 @@ class RetransmitTracker(wiring.Component):
             with m.State("NACK_CUT"):
                 # A last hop's trim: the window gives up the packet's bytes (NSCC's answer; not
                 # halved, which starved a QP trimmed again and again). A trim inside the fabric
-                # is one path's news: its EV is skipped, the window kept.
+                # is one path's news: with EV health its EV is skipped and the window kept;
+                # without (one path, or blind spraying) it is cut as for the last hop.
                 read_at(p)
-                m.d.comb += [cc.trim.eq(f_reason == wire.NackReason.TRIMMED_LASTHOP),
+                last = f_reason == wire.NackReason.TRIMMED_LASTHOP
+                m.d.comb += [cc.trim.eq(last | ~self.ev_health),
                              cc.trim_len.eq(Mux(rec.pkt.psn == p, rec.pkt.length, 0))]
                 m.next = "NACK_EV"
             with m.State("NACK_EV"):

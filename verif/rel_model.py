@@ -163,8 +163,9 @@ class _Probes:
 class Sender:
     def __init__(self, qps: int, window: int, reorder: int = 8,
                  mode: RelMode = RelMode.SELECTIVE, cc: Congestion | None = None, planes: int = 2,
-                 spines: int = 4, reo_wnd: int = 0, layout=None):
+                 spines: int = 4, reo_wnd: int = 0, layout=None, ev_health: bool = True):
         self.qps, self.window, self.reorder, self.mode = qps, window, reorder, RelMode(mode)
+        self.ev_health = ev_health     # rel.ev_health: only then is a trim news of a path
         self.reo_wnd = reo_wnd         # the time rule's window, in cycles (0: off)
         self.planes = planes
         # (``layout``: anything whose ``path(ev)`` names an EV's path; the scale model's
@@ -421,10 +422,12 @@ class Sender:
             self.counters[wrong] += 1
             return o
         r = self._record(s, psn)
-        if reason == wire.NackReason.TRIMMED_LASTHOP:     # the receiver's port: NSCC's cut
+        # The receiver's port, or (no EV health to skip the path) the only news there is
+        if reason == wire.NackReason.TRIMMED_LASTHOP or not self.ev_health:
             s.cwnd = self.cc.trimmed(s.cwnd, r.length)
         r.trimmed = True
-        blame = reason == wire.NackReason.TRIMMED and r.ev == entropy
+        # (without EV health the NIC moves no EV, and counts none moved)
+        blame = reason == wire.NackReason.TRIMMED and r.ev == entropy and self.ev_health
         # (too few packets after it for a SACK hole to show it: it would wait for a timeout)
         revealed = self._d(s.nxt, psn) > self.reorder
         if self.mode is RelMode.GO_BACK_N or s.flight - r.length < s.cwnd or not revealed:

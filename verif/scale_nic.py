@@ -121,7 +121,7 @@ class ScaleNic:
         nq = max(max(peers, default=0), max(profiles, default=0)) + 1
         self.rel = Sender(nq, cfg.window, reorder=cfg.reorder, mode=transport.rel_mode,
                           cc=cfg.cc, planes=planes, reo_wnd=cfg.reo_wnd,
-                          layout=layout or _Path())
+                          layout=layout or _Path(), ev_health=transport.ev_health)
         self.tx: dict[int, _Tx] = {}
         for q, dst in peers.items():
             ents = profiles[q]

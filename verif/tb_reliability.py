@@ -665,6 +665,20 @@ async def the_window_follows_nscc(dut):
     got = await rig.cfg.regs.run(driver.congestion(q))
     assert got["cwnd"] == rig.model.q[q].cwnd == before, \
         f"a trim inside the fabric: window {before} -> {got['cwnd']}, NSCC keeps it"
+    # Without EV health (single-path RoCE, blind spraying) nothing skips that path: the same
+    # trim is all the news there is, and the window gives up the packet's bytes.
+    assert early - 2 >= acked, "the script should leave three early packets out"
+    await rig.cfg.regs.run(driver.set_reliability(RelMode.SELECTIVE, ev_health=False))
+    rig.model.ev_health = False
+    before = rig.model.q[q].cwnd
+    out = await rig.nack(q, psns[early - 2], wire.NackReason.TRIMMED)
+    assert out.retransmits == [], f"a trim with the window full went again: {out.retransmits}"
+    await rig.expect(out, "a trim inside the fabric without EV health")
+    got = await rig.cfg.regs.run(driver.congestion(q))
+    assert got["cwnd"] == rig.model.q[q].cwnd == max(before - MTU, cc.cwnd_min), \
+        f"a trim without EV health: window {before} -> {got['cwnd']}, NSCC cuts it"
+    await rig.cfg.regs.run(driver.set_reliability(RelMode.SELECTIVE, ev_health=True))
+    rig.model.ev_health = True
     # The last packet out has too few after it for a hole to show it: trimmed, it goes again
     # at once, window full or not, rather than wait for a timeout.
     out = await rig.nack(q, psns[sent - 1], wire.NackReason.TRIMMED_LASTHOP)
