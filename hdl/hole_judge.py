@@ -28,10 +28,10 @@ class HoleJudge(wiring.Component):
 
     Its loss blames its path (``lost_on``, one bit of the QP's paths): the entry goes SKIP and
     the path becomes suspect (``suspect``, which also starts the QP's hold); or, if the path was
-    suspect already, every entry on it goes ASSUMED_BAD (``retire``). A send NACKed as trimmed
-    (its record's send time ``time`` is the trimmed one's, ``trim_time``) blames nothing, and
-    only sets the entry SKIP: a full queue lost it. An ECN mark excuses nothing: a link that
-    dies under load has its last arrival marked.
+    suspect already, every entry on it goes ASSUMED_BAD (``retire``). A queue's doing blames
+    nothing, and only sets the entry SKIP: a send NACKed as trimmed (its record's send time
+    ``time`` is the trimmed one's, ``trim_time``), or a path ``marked`` (its latest arrival
+    carried ECN), whose mark it uses up (``unmark``; a trimmed send leaves the mark).
 
     Combinational.
 
@@ -39,9 +39,10 @@ class HoleJudge(wiring.Component):
     ----------
     pd, hd : In(24); reorder, reo_wnd : In(16)
     rack_on : In(1); rack_ts, now, time, trim_time : In(16); record : In(1)
-    lost_on, suspects : In(paths), the packet's path and the QP's suspect paths.
+    lost_on, marked, suspects : In(paths), the packet's path and the QP's marked and suspect
+        paths.
     counted, timed_on, lost : Out(1)
-    state : Out(EvState), SKIP or ASSUMED_BAD; retire, suspect : Out(1)
+    state : Out(EvState), SKIP or ASSUMED_BAD; retire, suspect, unmark : Out(1)
     """
 
     def __init__(self, paths=8):
@@ -51,9 +52,9 @@ class HoleJudge(wiring.Component):
             "pd": In(PSN_BITS), "hd": In(PSN_BITS), "reorder": In(16), "reo_wnd": In(16),
             "rack_on": In(1), "rack_ts": In(TIME_BITS), "now": In(TIME_BITS),
             "time": In(TIME_BITS), "trim_time": In(TIME_BITS), "record": In(1),
-            "lost_on": In(paths), "suspects": In(paths),
+            "lost_on": In(paths), "marked": In(paths), "suspects": In(paths),
             "counted": Out(1), "timed_on": Out(1), "lost": Out(1),
-            "state": Out(EvState), "retire": Out(1), "suspect": Out(1),
+            "state": Out(EvState), "retire": Out(1), "suspect": Out(1), "unmark": Out(1),
         })
 
     def elaborate(self, platform):
@@ -67,7 +68,9 @@ class HoleJudge(wiring.Component):
         m.d.comb += self.lost.eq(self.counted | (self.record & timed))
 
         trimmed = self.trim_time == self.time
-        again = (self.suspects & self.lost_on).any() & ~trimmed
+        queued = trimmed | (self.marked & self.lost_on).any()
+        again = (self.suspects & self.lost_on).any() & ~queued
         m.d.comb += [self.state.eq(Mux(again, EvState.ASSUMED_BAD, EvState.SKIP)),
-                     self.retire.eq(again), self.suspect.eq(~again & ~trimmed)]
+                     self.retire.eq(again), self.suspect.eq(~again & ~queued),
+                     self.unmark.eq(queued & ~trimmed)]
         return m

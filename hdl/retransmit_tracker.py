@@ -98,10 +98,13 @@ class RetransmitTracker(wiring.Component):
       even while the retransmissions keep the QP moving and no timeout fires. If nothing
       arrived on the hole's path while it was held, the hold ends with that path ASSUMED_BAD
       (its probes bring it back): a QP sending too little to lose a second packet there
-      would otherwise take the path up again on no evidence, dead or not. The hole of a
-      packet NACKed as trimmed (the very send the NACK was for) does not count: a full queue
-      lost it. An ECN mark excuses no hole: a link that dies under load has its last arrival
-      marked.
+      would otherwise take the path up again on no evidence, dead or not. A hole on a path
+      whose latest arrival carried ECN only sets its entry SKIP, once (the next such hole
+      counts, unless another marked arrival came between): a packet held in a long queue is
+      overtaken, by count or by time, as a lost one is, and retiring queued paths crowded the
+      rest (a clean failover-bench run retired six); but a link that dies under load has its
+      last arrival marked, and nothing comes after to clear the mark. Nor does the hole of a
+      packet NACKed as trimmed (the very send the NACK was for) count: a full queue lost it.
     * NACK TRIMMED or TRIMMED_LASTHOP for an outstanding PSN: for TRIMMED_LASTHOP (and for
       TRIMMED without ``ev_health``) the window shrinks (below); that packet is retransmitted
       at once if the QP's bytes in flight less its own are below the window (in GO_BACK_N,
@@ -310,6 +313,10 @@ class RetransmitTracker(wiring.Component):
         NP = lay.paths
         m.submodules.suspects = suspects = SuspectPaths(Q, NP)
         sus_set, sus_clr = suspects.suspect_set, suspects.suspect_clear
+        # Paths whose latest arrival carried ECN: their queues are long, and a packet held in
+        # one is overtaken, by count or by time, as a lost one is; a hole there is not
+        # blamed on the path (retiring queued paths spiralled: a clean bench run retired six).
+        mark_set, mark_clr = Signal(NP), Signal(NP)
 
         # What only the FSM changes of a QP, and only for its QP ``cq``: a row each
         # (hdl/qp_rows.py), QP cq's in a register (``row``), written back every cycle with this
@@ -319,11 +326,11 @@ class RetransmitTracker(wiring.Component):
         #   rack_ts, rack_on: RACK, the send time of the latest-sent packet known to have
         #   arrived (a SACK's echo; one for all planes: kept per plane, a QP with few packets
         #   in flight seldom has one arrive after a loss on the same plane, and the demo's
-        #   seeds 7 and 19 failed again); the hold's PSN and the hole it began with (below);
-        #   the last multiplicative decrease (below); the last RTT.
+        #   seeds 7 and 19 failed again); marked: the paths above; the hold's PSN and the hole
+        #   it began with (below); the last multiplicative decrease (below); the last RTT.
         qp_row = data.StructLayout({
             "high": PSN_BITS, "srtt": TIME_BITS, "rttvar": TIME_BITS, "have_rtt": 1,
-            "rack_ts": TIME_BITS, "rack_on": 1, "hold_psn": PSN_BITS,
+            "rack_ts": TIME_BITS, "rack_on": 1, "marked": NP, "hold_psn": PSN_BITS,
             "sus_index": range(E), "sus_path": range(NP), "sus_live": 1, "cut_psn": PSN_BITS,
             "cutting": 1, "last_rtt": TIME_BITS})
         m.submodules.qp_state = rows = QpRows(Q, qp_row, readers=2)
@@ -390,6 +397,7 @@ class RetransmitTracker(wiring.Component):
         walk_len = Signal(13)            # set by the walk (and PIPE) for QP cq
         m.d.comb += win.acked_len.eq(walk_len)
         pipe_base = Signal(PSN_BITS)     # the PSN the last SACK's bitmap (f_bits) starts at
+        m.d.comb += st_new.marked.eq((row.marked | mark_set) & ~mark_clr)
 
         # The hold: from a QP's first SACK hole on a path, its suspect paths carry nothing new
         # until every packet it had sent by then has been acknowledged or found lost (the
@@ -501,7 +509,7 @@ class RetransmitTracker(wiring.Component):
                      judge.rack_ts.eq(row.rack_ts), judge.now.eq(self.now),
                      judge.time.eq(rec.time), judge.trim_time.eq(packets.trim_time),
                      judge.record.eq(rec.pkt.psn == p), judge.lost_on.eq(path_bit(rec.ev)),
-                     judge.suspects.eq(suspects.suspect)]
+                     judge.marked.eq(row.marked), judge.suspects.eq(suspects.suspect)]
         scan_end = Signal(PSN_BITS)          # go-back-N resends up to nxt as the scan began
         # Where a go-back-N sweep that yielded to feedback stopped (QP ``res_q``): it resent
         # everything from una to there, so the next SACK's sweep takes up at it. (From una,
@@ -682,8 +690,11 @@ class RetransmitTracker(wiring.Component):
                 came = (rec.pkt.psn == f_trig) & (rec.ev == f_ent) & (rec.pkt.qp == cq)
                 ecn = f_m == wire.SackMark.SKIP_ONCE
                 with m.If(came):
-                    # A packet arrived on this path: it is not suspect (any more).
-                    m.d.comb += sus_clr.eq(path_bit(rec.ev))
+                    # A packet arrived on this path: it is not suspect (any more), and its
+                    # queue is as long as its mark says.
+                    m.d.comb += [sus_clr.eq(path_bit(rec.ev)),
+                                 mark_set.eq(Mux(ecn, path_bit(rec.ev), 0)),
+                                 mark_clr.eq(Mux(ecn, 0, path_bit(rec.ev)))]
                 leaving = Signal()
                 # the path's RTT and mark, once, as the state is left
                 m.d.comb += [self.path_event.valid.eq(came & leaving),
@@ -807,7 +818,9 @@ class RetransmitTracker(wiring.Component):
             with m.State("SCAN_EV"):
                 # A SACK hole: its path is suspect (and held), or, if the path already was,
                 # every entry on it bad at once (it stays suspect).
-                # (a trimmed packet's hole is a full queue's doing, and blames nothing)
+                # (a trimmed packet's hole, or one on a queued path, is a queue's doing; the
+                # mark excuses one hole, and only an arrival with ECN renews it: a link that
+                # dies under load has its last arrival marked, and nothing arrives after)
                 read_at(p)
                 lost_on = judge.lost_on
                 with m.If(~judge.lost):
@@ -829,6 +842,8 @@ class RetransmitTracker(wiring.Component):
                             count("ev_skip")
                         with m.If(judge.suspect):
                             m.d.comb += [sus_set.eq(lost_on), hold_set.eq(1)]
+                        with m.If(judge.unmark):
+                            m.d.comb += mark_clr.eq(lost_on)
                         m.next = "SCAN_RTX"
                 with m.Else():
                     m.next = "SCAN_RTX"

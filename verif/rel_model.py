@@ -67,14 +67,14 @@ def rack_timed(reo_wnd: int, rack: int | None, time: int | None, now: int | None
     return reo_wnd < early < TIME_MOD // 2
 
 
-def blame(path, trimmed: bool, suspect: set) -> tuple[EvState, bool, bool]:
-    """What a SACK hole on ``path`` does, given the QP's suspect paths and whether the send was
-    NACKed as trimmed: (its entry's new state, the path retired, the path made suspect (and
-    held))."""
-    if trimmed:                          # a full queue's doing, not the path's
-        return EvState.SKIP, False, False
+def blame(path, trimmed: bool, marked: set, suspect: set) -> tuple[EvState, bool, bool, bool]:
+    """What a SACK hole on ``path`` does, given the QP's marked and suspect paths and whether
+    the send was NACKed as trimmed: (its entry's new state, the path retired, the path made
+    suspect (and held), the path's mark used up)."""
+    if trimmed or path in marked:        # a queue's doing, not the path's
+        return EvState.SKIP, False, False, not trimmed
     bad = path in suspect
-    return (EvState.ASSUMED_BAD if bad else EvState.SKIP), bad, not bad
+    return (EvState.ASSUMED_BAD if bad else EvState.SKIP), bad, not bad, False
 
 
 @dataclass
@@ -177,6 +177,7 @@ class Sender:
         self.probes = {}                          # qp -> _Probes
         self.peer = [(1 << planes) - 1] * qps     # planes each QP's peer can receive on
         self.suspect = [set() for _ in range(qps)]   # paths that lost a packet, none since
+        self.marked = [set() for _ in range(qps)]    # paths whose latest arrival had ECN
 
     def _d(self, a, b):
         return (a - b) % PSN_MOD
@@ -185,6 +186,7 @@ class Sender:
         self.q[qp] = _Qp(una=psn, nxt=psn, high=psn, cwnd=self.cc.cwnd_init)
         self.peer[qp] = (1 << self.planes) - 1
         self.suspect[qp] = set()
+        self.marked[qp] = set()
 
     def endpoint(self, qp: int, op: int, mask: int = 0):
         """An ERTH for QP ``qp``: a port status sets the planes its peer can receive on."""
@@ -275,16 +277,20 @@ class Sender:
     def _blame(self, qp, s, p, o):
         """A SACK hole blames its path: the entry SKIP and the path suspect (and held), or, if
         the path lost one before and nothing arrived on it since, the whole path ASSUMED_BAD
-        (it stays suspect). A hole of a send NACKed as trimmed only sets its entry SKIP: a
-        full queue lost it, not its path. An ECN mark excuses nothing: a link that dies under
-        load has its last arrival marked."""
+        (it stays suspect). A hole of a send NACKed as trimmed, or the first on a path whose
+        latest arrival carried ECN, only sets its entry SKIP: a trimmed packet was lost to a
+        full queue, not to its path, and one held in a long queue is overtaken as a lost one
+        is; but a link that dies under load has its last arrival marked, so the mark excuses
+        one hole and only another marked arrival renews it."""
         r = self._record(s, p)
         if r is None:
             return
         path = self.layout.path(r.ev)
-        state, bad, suspect = blame(path, r.trimmed, self.suspect[qp])
+        state, bad, suspect, unmark = blame(path, r.trimmed, self.marked[qp], self.suspect[qp])
         o.ev_updates.append((qp, r.index, state))
         self.counters["ev_bad" if bad else "ev_skip"] += 1
+        if unmark:
+            self.marked[qp].discard(path)        # (excused once: an ECN arrival renews it)
         if suspect:
             self.suspect[qp].add(path)
             s.hold, s.hole = s.nxt, (r.index, path)
@@ -361,6 +367,10 @@ class Sender:
         if r is not None and r.ev == entropy:
             path = self.layout.path(r.ev)
             self.suspect[qp].discard(path)     # one arrived on this path
+            if m == wire.SackMark.SKIP_ONCE:   # its queue is long: a hole there is no blame
+                self.marked[qp].add(path)
+            else:
+                self.marked[qp].discard(path)
         if m in (wire.SackMark.SKIP_ONCE, wire.SackMark.ALWAYS_SKIP):
             if r is not None and r.ev == entropy:
                 bad = m == wire.SackMark.ALWAYS_SKIP

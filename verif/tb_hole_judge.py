@@ -1,5 +1,5 @@
 """cocotb test of the hole judge: random packets, near and far from the count and time rules'
-edges (the 16-bit times wrap), on paths suspect or not, sends trimmed or not; the
+edges (the 16-bit times wrap), on paths marked, suspect or neither, sends trimmed or not; the
 verdicts checked against the sender's reference model (``verif/rel_model.py``'s
 ``rack_timed`` and ``blame``)."""
 
@@ -22,8 +22,8 @@ async def a_hole_is_judged_as_the_model_judges_it(dut):
     p = params()
     rng = random.Random(p["seed"])
     paths = p["paths"]
-    seen = {"counted": 0, "timed": 0, "kept": 0, "retire": 0, "suspect": 0, "trimmed": 0,
-            "stale_rack": 0}
+    seen = {"counted": 0, "timed": 0, "kept": 0, "retire": 0, "suspect": 0, "unmark": 0,
+            "trimmed": 0, "stale_rack": 0}
     for case in range(p["cases"]):
         reorder = rng.choice([0, 1, 3, 8, rng.randrange(1 << 16)])
         hd = rng.choice([0, rng.randrange(300), rng.randrange(PSN_MOD)])
@@ -41,30 +41,33 @@ async def a_hole_is_judged_as_the_model_judges_it(dut):
         trim_time = time if rng.random() < 0.25 else rng.randrange(TIME_MOD)
         record = rng.random() < 0.85
         path = rng.randrange(paths)
+        marked = {q for q in range(paths) if rng.random() < 0.3}
         suspect = {q for q in range(paths) if rng.random() < 0.3}
         for name, value in (("pd", pd), ("hd", hd), ("reorder", reorder), ("reo_wnd", reo_wnd),
                             ("rack_on", int(rack_on)), ("rack_ts", rack_ts), ("now", now),
                             ("time", time), ("trim_time", trim_time), ("record", int(record)),
-                            ("lost_on", 1 << path), ("suspects", sum(1 << q for q in suspect))):
+                            ("lost_on", 1 << path), ("marked", sum(1 << q for q in marked)),
+                            ("suspects", sum(1 << q for q in suspect))):
             getattr(dut, name).value = value
         await Timer(1, "ns")
         counted = pd + reorder < hd
         timed = record and rack_timed(reo_wnd, rack_ts if rack_on else None, time, now)
-        state, retire, suspects = blame(path, trim_time == time, suspect)
+        state, retire, suspects, unmark = blame(path, trim_time == time, marked, suspect)
         want = {"counted": int(counted), "timed_on": int(bool(reo_wnd) and rack_on),
                 "lost": int(counted or timed), "state": state.value, "retire": int(retire),
-                "suspect": int(suspects)}
+                "suspect": int(suspects), "unmark": int(unmark)}
         got = {name: int(getattr(dut, name).value) for name in want}
         diff = {k: (got[k], v) for k, v in want.items() if got[k] != v}
         assert not diff, (f"case {case}: pd {pd} hd {hd} reorder {reorder} reo_wnd {reo_wnd} "
                           f"rack {rack_ts if rack_on else None} now {now} time {time} "
-                          f"trim {trim_time} path {path} suspect {suspect}: "
+                          f"trim {trim_time} path {path} marked {marked} suspect {suspect}: "
                           f"(got, want) {diff}")
         seen["counted"] += counted
         seen["timed"] += timed and not counted
         seen["kept"] += not (counted or timed)
         seen["retire"] += retire
         seen["suspect"] += suspects
+        seen["unmark"] += unmark
         seen["trimmed"] += trim_time == time and state is EvState.SKIP
         seen["stale_rack"] += (rack_on and bool(reo_wnd) and (now - rack_ts) % TIME_MOD
                                >= 1 << 14 and not timed and record
