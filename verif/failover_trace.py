@@ -10,9 +10,14 @@ packet sent on them, each SACK hole the model finds there, each EV state change 
 (a hole, a second hole on a suspect path, a timeout, a probe's answer), and each time the path's
 suspicion is cleared and by what. ``--all`` prints every QP event.
 
-The model sees what the NIC saw, at the port: the NIC's decisions come a few cycles later,
-and its timeouts are taken where the NIC's retransmissions show them (a retransmission the
-model did not order).
+Each event is put where the NIC's reliability engine met it, not where the port did: a
+packet sent where it was granted (its TSETH stamp, the NIC's cycle count then, which
+``results.json``'s ``ts_origin_ns`` places in simulation time), a SACK or NACK
+``FEEDBACK_NS`` after it reached the port (the receive pipeline's latency). Under load a
+packet waits microseconds between its grant and the wire, and a SACK that the engine took in
+between finds its record already there (a retransmission's, on another path): replayed in
+capture order, the model blamed and excused other paths than the NIC did. The NIC's timeouts
+are taken where its retransmissions show them (a retransmission the model did not order).
 """
 
 from __future__ import annotations
@@ -39,6 +44,11 @@ DATA = {int(op) for op in wire.DATA_OPCODES}
 LAST = {int(wire.Opcode.WRITE_LAST), int(wire.Opcode.WRITE_LAST_IMM),
         int(wire.Opcode.WRITE_ONLY), int(wire.Opcode.WRITE_ONLY_IMM)}
 TIME_MOD = 1 << 16
+#: From a SACK's or NACK's last byte at the port to the reliability engine taking it, at 64
+#: bits (a 154-byte SACK, the receive pipeline otherwise idle: every one of a 1 MiB link-down
+#: run's 733 when the NIC was not also receiving data, read in its waves). Later when data
+#: arrives at the same time; the model then takes it a little early.
+FEEDBACK_NS = 278
 
 
 def _records(path: Path, direction: str, plane: int):
@@ -81,9 +91,16 @@ class Trace:
                                           rcv_wnd=cc["rcv_wnd"]),
                             planes=r["planes"], spines=r["spines"],
                             reo_wnd=rel.get("reo_wnd", by_name("rel.reo_wnd").reset))
+        self.rto_min = rel.get("rto_min", by_name("rel.rto_min").reset)
+        self.rto_max = rel.get("rto_max", by_name("rel.rto_max").reset)
         self.profile = r["profiles"][f"{host}.{qp}"]
         self.dead = {tuple(p) for f in r["failures"] for p in f["paths"]}
-        self.ts_phase = None           # the NIC's timestamp counter less sim time in cycles
+        if "ts_origin_ns" not in r:
+            raise ValueError(f"{run}: results.json has no ts_origin_ns (a run from before it "
+                             "was recorded): run it again")
+        self.origin = r["ts_origin_ns"]   # when the NIC's 16-bit cycle count read 0
+        self.tstart = None             # ns the QP's RTO timer runs from (None: not yet started)
+        self.desync_us = None          # the first retransmission the model did not order
         self.state = ["GOOD"] * len(self.profile)
         self.events = []               # (us from t0, entry, state, why): every state change
         self.ordered = set()           # PSNs the model has ordered sent again, not yet sent
@@ -131,14 +148,23 @@ class Trace:
     def _sent(self, ns, pk):
         m, bth, ev = self.model, pk["bth"], pk["ev"]
         ts = pk.get("TSETH", {}).get("tx_timestamp")
-        if ts is not None and self.ts_phase is None:
-            self.ts_phase = (ts - round(ns / CLOCK_NS)) % TIME_MOD
         psn, rtx = bth["psn"], bth["rtx"]
+        s = m.q[self.qp]
+        if not rtx and s.una == s.nxt:
+            self.tstart = ns           # the first in flight starts the timer
         index = self._entry(ev)
         if rtx and psn not in self.ordered:
-            o = m.timeout(self.qp)
-            self.say(ns, f"timeout (the NIC resent PSN {psn:#x} unbidden)", True)
+            # The NIC's timer fired before the model's (its RTT estimates differ where SACKs
+            # waited behind data in the receive pipeline): from here the replay is out of
+            # step with the NIC, the first time kept in ``desync_us``.
+            if self.desync_us is None:
+                self.desync_us = (ns - self.t0) / 1000
+            o, since = m.expire(self.qp, self._now(ns), m.rto(self.qp, self.rto_min,
+                                                               self.rto_max))
+            self.say(ns, f"timeout (the NIC resent PSN {psn:#x} unbidden: the replay is out "
+                     "of step from here)", True)
             self._apply(ns, o, "timeout")
+            self.tstart = ns if since is None else self._stamp_ns(since, ns)
         self.ordered.discard(psn)
         m.sent(self.qp, psn, ev, index if index is not None else 0,
                pk["op"] in LAST, 0, int(rtx), pk["payload"], ts)
@@ -152,6 +178,53 @@ class Trace:
 
     def _suspects(self):
         return {p for p in self.model.suspect[self.qp]}
+
+    def _events(self, streams):
+        """(ns, direction, parsed frame) of the host's MRC frames, each at the time the
+        reliability engine met it (the module's docstring), in that order."""
+        out = []
+        for n, (ns, way, _, frame) in enumerate(heapq.merge(*streams, key=lambda x: x[0])):
+            try:
+                pk = _parse(frame)
+            except (ValueError, KeyError, IndexError):
+                continue
+            at = ns + FEEDBACK_NS if way == "in" else ns
+            if way == "out" and "TSETH" in pk:
+                at = self._stamp_ns(pk["TSETH"]["tx_timestamp"], ns)
+            out.append((at, n, way, pk))
+        out.sort(key=lambda x: (x[0], x[1]))
+        return [(at, way, pk) for at, _, way, pk in out]
+
+    def _now(self, ns):
+        """The NIC's 16-bit cycle count at ``ns``."""
+        return ((ns - self.origin) // CLOCK_NS) % TIME_MOD
+
+    def _stamp_ns(self, stamp, before):
+        """The latest time, at or before ``before`` ns, at which the count read ``stamp``."""
+        cycles = (before - self.origin) // CLOCK_NS
+        return self.origin + (cycles - (cycles - stamp) % TIME_MOD) * CLOCK_NS
+
+    def _timer(self, upto):
+        """The QP's RTO timer, as the tracker keeps it, up to ``upto`` ns: it runs from the
+        first send in flight, from each move of the cumulative ack and from each timeout; when
+        it fires, what was resent may go again and the oldest outstanding packet is lost,
+        unless it went out less than an RTO ago (then the timer runs from that send)."""
+        m = self.model
+        s = m.q[self.qp]
+        while self.tstart is not None and s.una != s.nxt:
+            rto = m.rto(self.qp, self.rto_min, self.rto_max)
+            due = self.tstart + rto * CLOCK_NS
+            if due > upto:
+                return
+            o, since = m.expire(self.qp, self._now(due), rto)
+            if o.retransmits:
+                self.say(due, f"timeout: PSN {o.retransmits[0][1]:#x} out for an RTO "
+                         f"({rto} cycles)", True)
+            else:
+                self.say(due, f"timeout ({rto} cycles): the oldest outstanding went out again "
+                         "lately; what was resent may go again", False)
+            self._apply(due, o, "timeout")
+            self.tstart = due if since is None else self._stamp_ns(since, due)
 
     def run_trace(self):
         r, h = self.r, self.h
@@ -173,11 +246,8 @@ class Trace:
         m.init(self.qp, 0)
         started = False
         early = {}
-        for ns, way, _, frame in heapq.merge(*streams, key=lambda x: x[0]):
-            try:
-                pk = _parse(frame)
-            except (ValueError, KeyError, IndexError):
-                continue
+        for ns, way, pk in self._events(streams):
+            self._timer(ns)
             bth, op, ev = pk["bth"], pk["op"], pk["ev"]
             before = self._suspects() & dead_paths
             if way == "out" and op in DATA and bth["dqp"] == self.qp:
@@ -199,12 +269,15 @@ class Trace:
                     self.say(ns, f"probe on entry {index} ({self._path(ev)})", self._on_dead(ev))
             elif way == "in" and bth["dqp"] == self.qp and started and op == wire.Opcode.SACK:
                 s = pk["SETH"]
-                now = round(ns / CLOCK_NS) + (self.ts_phase or 0)
+                now = self._now(ns)
                 rtt = (now - s["tx_timestamp"]) % TIME_MOD
                 trig = (s["cack_psn"] + (s["ack_psn_offset"] ^ 0x8000) - 0x8000) % (1 << 24)
+                una = m.q[self.qp].una
                 o = m.sack(self.qp, s["cack_psn"], s["sack_offset"], s["sack_bitmap"], trig,
                            s["entropy"], s["m"], rtt, s["pr"], s["rcv_cwnd_pen"],
                            s["tx_timestamp"], now % TIME_MOD)
+                if m.q[self.qp].una != una:
+                    self.tstart = ns           # progress: the timer starts again
                 tev = s["entropy"]
                 what = (f"SACK cack {s['cack_psn']:#x} for PSN {trig:#x} on entry "
                         f"{self._entry(tev)} ({self._path(tev)}), m {wire.SackMark(s['m']).name}"
@@ -233,6 +306,11 @@ class Trace:
         """The model's state for ``entry`` at ``t_us`` (from t0)."""
         return next((s for t, i, s, _ in reversed(self.events) if i == entry and t <= t_us),
                     "GOOD")
+
+    def states_between(self, entry: int, a_us: float, b_us: float) -> set:
+        """Every state the model had ``entry`` in from ``a_us`` to ``b_us`` (from t0)."""
+        return {self.state_at(entry, a_us)} | {
+            s for t, i, s, _ in self.events if i == entry and a_us < t <= b_us}
 
 
 def main(argv=None) -> int:

@@ -339,11 +339,41 @@ def run(b: Build, test_module: str, params: dict | None = None, *, tag: str = "r
         seed: int | None = None, run_dir: Path | None = None) -> Path:
     """Runs the cocotb tests in ``test_module`` against build ``b`` (only ``testcase``, or those
     whose names match the regular expression ``test_filter``); returns the run directory:
-    ``run_dir``, emptied first, or the build's ``runs/<tag>`` (so runs that may go at once
-    need their own ``run_dir``)."""
+    ``run_dir``, emptied first, or the build's ``runs/<tag>``, or ``runs/<tag>-<n>`` while
+    another run of the same build and tag is going (pytest's workers run two at once: in one
+    directory, the second emptied the first's and crashed its simulator). A directory is
+    the caller's until the next run that finds it free."""
+    args = (b, test_module, params, testcase, test_filter, seed)
+    if run_dir is not None:
+        return _run_in(Path(run_dir), *args)
+    with _free_run_dir(b.directory / "runs", tag) as free:
+        return _run_in(free, *args)
+
+
+@contextlib.contextmanager
+def _free_run_dir(runs: Path, tag: str):
+    """``runs/<tag>``, or the first ``runs/<tag>-<n>`` no other process is running in, held
+    (a lock file beside it) until the run ends."""
+    runs.mkdir(parents=True, exist_ok=True)
+    for n in range(64):
+        name = tag if n == 0 else f"{tag}-{n}"
+        lock = open(runs / f"{name}.lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        try:
+            yield runs / name
+        finally:
+            lock.close()
+        return
+    raise RuntimeError(f"64 runs of {runs.parent.name} tagged {tag} at once")
+
+
+def _run_in(run_dir: Path, b: Build, test_module: str, params, testcase, test_filter, seed):
     verilator_env()
     from cocotb_tools.runner import get_results, get_runner
-    run_dir = Path(run_dir) if run_dir is not None else b.directory / "runs" / tag
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)

@@ -441,6 +441,29 @@ class Sender:
             self.counters["ev_skip"] += 1
         return o
 
+    def rto(self, qp: int, rto_min: int, rto_max: int) -> int:
+        """QP ``qp``'s RTO in cycles, as the tracker's timer takes it (hdl/rto_timer.py)."""
+        s = self.q[qp]
+        if s.srtt is None:
+            return rto_max
+        return min(max(s.srtt + 4 * s.rttvar, rto_min), rto_max)
+
+    def expire(self, qp: int, now: int, rto: int) -> tuple[Outcome, int | None]:
+        """QP ``qp``'s timer fired at ``now`` (the TX timestamp counter) with RTO ``rto``,
+        as the tracker takes it: what was resent may be resent again; the oldest outstanding
+        packet, if it has been out ``rto`` itself, is lost (:meth:`timeout`); if it went out
+        again lately, nothing is sent. Returns the outcome and the time the timer runs from
+        then: that packet's send time, or None for ``now``."""
+        s = self.q[qp]
+        p = s.una
+        while p != s.nxt and not (self.mode is RelMode.GO_BACK_N or p in s.out):
+            p = (p + 1) % PSN_MOD
+        r = self._record(s, p) if p != s.nxt else None
+        if r is not None and r.time is not None and (now - r.time) % TIME_MOD < rto:
+            s.pend.clear()
+            return Outcome(), r.time
+        return self.timeout(qp), None
+
     def timeout(self, qp) -> Outcome:
         """The QP's RTO passed with no progress (and its oldest outstanding packet has been out
         that long)."""

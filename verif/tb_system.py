@@ -130,6 +130,8 @@ class System:
         self.landed = 0                           # payload bytes arrived, each PSN once
         self.seen: set = set()
         self.t0 = 0.0
+        self.read_ns = {}                         # label: (host, QP): (first, last read) ns
+        self.ts_origin_ns = 0
         self.free_send: dict[int, int] = {}       # the next free address of each send buffer
         self.free_recv: dict[tuple, int] = {}     # ...and of each (host, QP) receive region
 
@@ -141,6 +143,8 @@ class System:
     async def start(self):
         dut, P = self.dut, self.P
         await setup(dut)
+        # The NICs' 16-bit cycle counts (the TSETH stamps) read 0 a cycle before reset ended.
+        self.ts_origin_ns = round(get_sim_time("ns")) - CLOCK_NS
         for h in range(self.sc.hosts):
             pre = f"nic{h}__"
             getattr(dut, f"{pre}port_ready").value = (1 << P) - 1
@@ -335,11 +339,17 @@ class System:
         cocotb.start_soon(in_turn(get_sim_time("ns")))
         return new
 
-    async def ev_states(self):
+    async def ev_states(self, label=None):
+        """Every QP's entry states; with ``label``, when each QP's were read is kept in
+        ``read_ns[label]`` (a snapshot's reads take microseconds, QP after QP)."""
         out = {}
         for host in self.hosts:
             for q in self.peers[host.index]:
+                start = get_sim_time("ns")
                 out[(host.index, q)] = await host.regs.run(driver.ev_states(q))
+                if label is not None:
+                    self.read_ns.setdefault(label, {})[(host.index, q)] = (
+                        start, get_sim_time("ns"))
         return out
 
 
@@ -376,7 +386,7 @@ async def scenario(dut):
                      bytes=sum(len(m.data) for m in work))
         for at_ns, label in sc.snapshots(t0):
             if label not in states_seen and now >= at_ns:
-                states_seen[label] = await sysm.ev_states()
+                states_seen[label] = await sysm.ev_states(label)
         if done == total and len(states_seen) == len(sc.snapshots(t0)):
             break
         if now >= deadline:
@@ -446,8 +456,13 @@ async def scenario(dut):
                  for h in sysm.hosts},
         "reo_wnd": await sysm.hosts[0].regs.read("rel.reo_wnd"),
         "wall_s": time.monotonic() - wall0, "t0_us": t0 / 1000,
+        "ts_origin_ns": sysm.ts_origin_ns,
         "profiles": {f"{h}.{q}": evs for (h, q), evs in sysm.profiles.items()},
         "snapshot_us": {label: at / 1000 for at, label in sc.snapshots(t0)},
+        # (from t0: when each QP's states were read, first and last register read)
+        "snapshot_read_us": {label: {f"{h}.{q}": [(a - t0) / 1000, (b - t0) / 1000]
+                                     for (h, q), (a, b) in reads.items()}
+                             for label, reads in sysm.read_ns.items()},
         "all_good_us": (recovered_ns - t0) / 1000 if sc.recovers() else None,
     }
     results["failover"] = _failover(sysm, failures, t0)
