@@ -16,8 +16,10 @@ packet sent where it was granted (its TSETH stamp, the NIC's cycle count then, w
 ``FEEDBACK_NS`` after it reached the port (the receive pipeline's latency). Under load a
 packet waits microseconds between its grant and the wire, and a SACK that the engine took in
 between finds its record already there (a retransmission's, on another path): replayed in
-capture order, the model blamed and excused other paths than the NIC did. The NIC's timeouts
-are taken where its retransmissions show them (a retransmission the model did not order).
+capture order, the model blamed and excused other paths than the NIC did. The model runs the
+NIC's retransmission timer itself; a retransmission it did not order means the NIC's timer
+fired first (its RTT samples are taken where the receive pipeline delivers each SACK), and
+the replay is out of step from there (``desync_us``).
 """
 
 from __future__ import annotations
@@ -44,10 +46,10 @@ DATA = {int(op) for op in wire.DATA_OPCODES}
 LAST = {int(wire.Opcode.WRITE_LAST), int(wire.Opcode.WRITE_LAST_IMM),
         int(wire.Opcode.WRITE_ONLY), int(wire.Opcode.WRITE_ONLY_IMM)}
 TIME_MOD = 1 << 16
-#: From a SACK's or NACK's last byte at the port to the reliability engine taking it, at 64
-#: bits (a 154-byte SACK, the receive pipeline otherwise idle: every one of a 1 MiB link-down
-#: run's 733 when the NIC was not also receiving data, read in its waves). Later when data
-#: arrives at the same time; the model then takes it a little early.
+#: From a SACK or NACK at the port to the reliability engine taking it, at 64 bits: 620 of a
+#: 1 MiB link-down run's 733 exactly (read in its waves), the rest later, by up to 2.5 us
+#: when they queued behind data frames in the receive pipeline (the model then takes them
+#: early).
 FEEDBACK_NS = 278
 
 
