@@ -315,6 +315,34 @@ class Trace:
             s for t, i, s, _ in self.events if i == entry and a_us < t <= b_us}
 
 
+def summed_counters(traces) -> dict:
+    """The model's reliability counters over several replays (one NIC's QPs)."""
+    out = {}
+    for t in traces:
+        for name, value in t.model.counters.items():
+            out[name] = out.get(name, 0) + value
+    return out
+
+
+def print_counters(run: Path, host: int):
+    """Every QP of ``host`` replayed, and its reliability counters beside the model's."""
+    r = json.loads((run / "results.json").read_text())
+    if not 0 <= host < len(r["rel"]):
+        raise ValueError(f"{run} has hosts 0 to {len(r['rel']) - 1}, not {host}")
+    qps = sorted(int(k.split(".")[1]) for k in r["profiles"] if int(k.split(".")[0]) == host)
+    traces = [Trace(run, host, q, quiet=True).run_trace() for q in qps]
+    model, nic = summed_counters(traces), r["rel"][host]
+    print(f"host {host}, QPs {', '.join(map(str, qps))}: the NIC's reliability counters and "
+          "the model's over the replays")
+    for name in nic:
+        mark = "" if nic[name] == model.get(name, 0) else "  <- differs"
+        print(f"  {name:16} {nic[name]:8} {model.get(name, 0):8}{mark}")
+    for q, t in zip(qps, traces, strict=True):
+        if t.desync_us is not None:
+            print(f"  QP {q}'s replay fell out of step at {t.desync_us:.3f} us (a retransmission "
+                  "the model did not order)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mrcnic.verif.failover_trace",
                                  description=__doc__,
@@ -324,11 +352,19 @@ def main(argv=None) -> int:
     ap.add_argument("--qp", type=int, default=0)
     ap.add_argument("--all", action="store_true", help="every event of the QP, not only the "
                     "failed path's")
+    ap.add_argument("--counters", action="store_true", help="replay every QP of the host and "
+                    "print the NIC's reliability counters beside the model's")
     a = ap.parse_args(argv)
     run = Path(a.run)
     if not (run / "results.json").exists() or not (run / "pcap").is_dir():
         ap.error(f"{run} has no results.json and pcap/: give a run's output directory")
-    Trace(run, a.host, a.qp, a.all).run_trace()
+    try:
+        if a.counters:
+            print_counters(run, a.host)
+        else:
+            Trace(run, a.host, a.qp, a.all).run_trace()
+    except ValueError as e:
+        ap.error(str(e))
     return 0
 
 
