@@ -166,7 +166,7 @@ class Trace:
             self.say(ns, f"timeout (the NIC resent PSN {psn:#x} unbidden: the replay is out "
                      "of step from here)", True)
             self._apply(ns, o, "timeout")
-            self.tstart = ns if since is None else self._stamp_ns(since, ns)
+            self._restart(since, ns)
         self.ordered.discard(psn)
         m.sent(self.qp, psn, ev, index if index is not None else 0,
                pk["op"] in LAST, 0, int(rtx), pk["payload"], ts)
@@ -206,6 +206,11 @@ class Trace:
         cycles = (before - self.origin) // CLOCK_NS
         return self.origin + (cycles - (cycles - stamp) % TIME_MOD) * CLOCK_NS
 
+    def _restart(self, since, at):
+        """The timer after a timeout at ``at`` ns: from then, or from ``since`` (the stamp
+        of the oldest packet's latest send, when that went out less than an RTO before)."""
+        self.tstart = at if since is None else self._stamp_ns(since, at)
+
     def _timer(self, upto):
         """The QP's RTO timer, as the tracker keeps it, up to ``upto`` ns: it runs from the
         first send in flight, from each move of the cumulative ack and from each timeout; when
@@ -226,7 +231,7 @@ class Trace:
                 self.say(due, f"timeout ({rto} cycles): the oldest outstanding went out again "
                          "lately; what was resent may go again", False)
             self._apply(due, o, "timeout")
-            self.tstart = due if since is None else self._stamp_ns(since, due)
+            self._restart(since, due)
 
     def run_trace(self):
         r, h = self.r, self.h

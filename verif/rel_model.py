@@ -448,6 +448,15 @@ class Sender:
             return rto_max
         return min(max(s.srtt + 4 * s.rttvar, rto_min), rto_max)
 
+    def oldest(self, qp: int) -> int:
+        """The PSN a timeout of QP ``qp`` looks at: its oldest outstanding packet (with
+        GO_BACK_N, ``una``), or ``nxt`` if it has none."""
+        s = self.q[qp]
+        p = s.una
+        while p != s.nxt and not (self.mode is RelMode.GO_BACK_N or p in s.out):
+            p = (p + 1) % PSN_MOD
+        return p
+
     def expire(self, qp: int, now: int, rto: int) -> tuple[Outcome, int | None]:
         """QP ``qp``'s timer fired at ``now`` (the TX timestamp counter) with RTO ``rto``,
         as the tracker takes it: what was resent may be resent again; the oldest outstanding
@@ -455,9 +464,7 @@ class Sender:
         again lately, nothing is sent. Returns the outcome and the time the timer runs from
         then: that packet's send time, or None for ``now``."""
         s = self.q[qp]
-        p = s.una
-        while p != s.nxt and not (self.mode is RelMode.GO_BACK_N or p in s.out):
-            p = (p + 1) % PSN_MOD
+        p = self.oldest(qp)
         r = self._record(s, p) if p != s.nxt else None
         if r is not None and r.time is not None and (now - r.time) % TIME_MOD < rto:
             s.pend.clear()
@@ -470,9 +477,7 @@ class Sender:
         o = Outcome()
         s = self.q[qp]
         s.pend.clear()
-        p = s.una
-        while p != s.nxt and not (self.mode is RelMode.GO_BACK_N or p in s.out):
-            p = (p + 1) % PSN_MOD
+        p = self.oldest(qp)
         if p == s.nxt:
             return o
         self._lost(qp, s, p, EvState.ASSUMED_BAD, "timeout", o)

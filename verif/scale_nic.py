@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mrcnic import regmap, wire
-from mrcnic.enums import EvState, RelMode
+from mrcnic.enums import EvState
 from mrcnic.hdl.reorder_tracker import SACK_BITS
 from mrcnic.transports import Transport
 from mrcnic.verif.rel_model import PSN_MOD, TIME_MOD, Congestion, Sender, retransmitted
@@ -356,10 +356,7 @@ class ScaleNic:
         if now < t.tstart + rto:
             self._arm(t)
             return
-        p = s.una
-        gbn = self.t.rel_mode is RelMode.GO_BACK_N
-        while p != s.nxt and not (gbn or p in s.out):
-            p = (p + 1) % PSN_MOD
+        p = self.rel.oldest(t.qp)
         if p != s.nxt and now < t.sent_ns.get(p, 0.0) + rto:
             t.tstart = t.sent_ns[p]      # it went out again lately
             self._arm(t)
